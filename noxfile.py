@@ -1,0 +1,70 @@
+"""Every check CI runs, one nox session each.
+
+Each package session syncs only that workspace member, its declared dependencies and the root
+`dev` group into the session's venv, so an import of an undeclared package fails there.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["lint", "typecheck", "tests", "e2e"]
+
+PACKAGES = ["subagent-core", "subagent-acp", "subagent-sdk", "model-agent", "harness"]
+TEST_ENV = {"PYTHONWARNDEFAULTENCODING": "1"}
+
+
+def _sync(session: nox.Session, *args: str) -> None:
+    session.run_install(
+        "uv",
+        "sync",
+        *args,
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+        silent=True,
+    )
+
+
+@nox.session
+@nox.parametrize("package", PACKAGES)
+def tests(session: nox.Session, package: str) -> None:
+    """One package alone, with only its own dependencies and the test tools."""
+    _sync(session, "--package", package, "--no-default-groups", "--group", "dev")
+    session.run("pytest", f"packages/{package}/tests", *session.posargs, env=TEST_ENV)
+
+
+@nox.session
+def e2e(session: nox.Session) -> None:
+    """Cross-package end-to-end suite, slow soak included; keyed tests skip without a key."""
+    _sync(session, "--all-packages", "--no-default-groups", "--group", "dev")
+    session.run("pytest", "tests-e2e", *session.posargs, env=TEST_ENV)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff lint and format check over the whole tree."""
+    _sync(session, "--only-group", "lint")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """pyright strict over every package, once for Linux and once for Windows branches."""
+    _sync(session, "--all-packages", "--no-default-groups", "--group", "lint", "--group", "dev")
+    for platform in ("Linux", "Windows"):
+        session.run("pyright", "--pythonplatform", platform, *session.posargs)
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Build every member's sdist and wheel."""
+    session.run_install("uv", "build", "--all-packages", "-o", "dist", external=True)
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks: print same-run ratios and write bench/results.md (not part of CI)."""
+    _sync(session, "--all-packages", "--no-default-groups", "--group", "dev", "--group", "bench")
+    session.run("python", "bench/run.py", *session.posargs)

@@ -1,0 +1,1 @@
+"""model-agent: a direct-model agent over an OpenAI-compatible streaming API."""

@@ -1,0 +1,58 @@
+"""Configuration of the model endpoint and of the agent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._tool import ApprovalCallback, Mode, Runtime, Space
+
+DEFAULT_BASE_URL = "https://api.deepseek.com"
+DEFAULT_MODEL = "deepseek-chat"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PhaseTimeouts:
+    """Per-attempt timeouts of a streaming model request, in seconds."""
+
+    connect_seconds: float = 10.0
+    first_byte_seconds: float = 60.0
+    idle_seconds: float = 60.0
+    """Longest gap between two stream events (keep-alive comments count as liveness)."""
+    total_seconds: float = 600.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelEndpoint:
+    """An OpenAI-compatible chat-completions endpoint."""
+
+    base_url: str = DEFAULT_BASE_URL
+    api_key: str | None = None
+    model: str = DEFAULT_MODEL
+    timeouts: PhaseTimeouts = field(default_factory=PhaseTimeouts)
+    retry_statuses: frozenset[int] = frozenset()
+    """HTTP statuses the operator opts in to retrying (empty: 429 and 5xx fail at once)."""
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentConfig:
+    """One agent: where it works, how it may act, which model it talks to."""
+
+    endpoint: ModelEndpoint
+    workspace: Path
+    mode: Mode = "ask"
+    runtime: Runtime = "model"
+    space: Space = "local"
+    depth: int = 0
+    """0 for a top-level agent; 1 for a delegated child (which cannot delegate)."""
+    max_steps: int = 50
+    """Model rounds before the run ends with `step-limit`."""
+    tools: tuple[str, ...] | None = None
+    """Restrict the offered tools to these names (None: every tool the dimensions allow)."""
+    system_prompt: str | None = None
+    context_budget_chars: int = 400_000
+    """Past this many characters of conversation, older turns are summarized."""
+    delegate_timeout_seconds: float = 600.0
+    approve: ApprovalCallback | None = None
+    """Asked before Execute actions (process, write) when set; a refusal is a tool error."""

@@ -1,0 +1,185 @@
+"""Finding and signalling a child's whole process tree: the only platform-specific module.
+
+POSIX: the tree is the child's process group plus every descendant reachable through parent
+links from the leader, so a descendant that called `setsid` is still found. Windows: there are
+no group signals; the tree is the descendants, ended with `TerminateProcess` (psutil).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import psutil
+
+Step = Literal["term", "kill"]
+
+
+@dataclass(slots=True)
+class ProcessTree:
+    """The members seen so far: pid → create time (guards against pid reuse)."""
+
+    leader: int
+    pgid: int | None
+    members: dict[int, float] = field(default_factory=dict[int, float])
+
+    def snapshot(self) -> None:
+        """Adds every current member: the group (POSIX) and descendants of known members."""
+        roots = [self.leader, *self.members]
+        for pid in roots:
+            try:
+                proc = psutil.Process(pid)
+                if pid in self.members and proc.create_time() != self.members[pid]:
+                    continue
+                self._add(proc)
+                for child in proc.children(recursive=True):
+                    self._add(child)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+        if self.pgid is not None:
+            for pid in _group_members(self.pgid):
+                try:
+                    self._add(psutil.Process(pid))
+                except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                    continue
+
+    def alive(self) -> list[int]:
+        """Members that still exist and are not zombies; a zombie counts as gone."""
+        alive: list[int] = []
+        if self.pgid is not None:
+            self.snapshot_group_only()
+        for pid, created in list(self.members.items()):
+            if _is_alive(pid, created):
+                alive.append(pid)
+        return alive
+
+    def snapshot_group_only(self) -> None:
+        """Adds group members without walking descendants (cheap enough to poll)."""
+        if self.pgid is None:
+            return
+        for pid in _group_members(self.pgid):
+            if pid not in self.members:
+                try:
+                    self._add(psutil.Process(pid))
+                except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                    continue
+
+    def signal(self, step: Step) -> None:
+        """Sends SIGTERM or SIGKILL (POSIX) or terminates (Windows) every live member."""
+        self.snapshot()
+        _signal_members(self, step)
+
+    def _add(self, proc: psutil.Process) -> None:
+        try:
+            self.members.setdefault(proc.pid, proc.create_time())
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            return
+
+
+def _is_alive(pid: int, created: float) -> bool:
+    try:
+        proc = psutil.Process(pid)
+        if proc.create_time() != created:
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+if sys.platform == "win32":
+
+    def spawn_options() -> dict[str, Any]:
+        """Windows: a new process group so console control events do not reach us."""
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+
+    def leader_pgid(pid: int) -> int | None:
+        """Windows has no POSIX process groups."""
+        return None
+
+    def _group_members(pgid: int) -> Iterable[int]:
+        return ()
+
+    def _signal_members(tree: ProcessTree, step: Step) -> None:
+        for pid, created in list(tree.members.items()):
+            if not _is_alive(pid, created):
+                continue
+            try:
+                proc = psutil.Process(pid)
+                if step == "term":
+                    proc.terminate()
+                else:
+                    proc.kill()
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+
+    def signal_name(returncode: int) -> str | None:
+        """Windows exit codes are never signals."""
+        return None
+
+else:
+
+    def spawn_options() -> dict[str, Any]:
+        """POSIX: a new session, so the child leads its own process group."""
+        return {"start_new_session": True}
+
+    def leader_pgid(pid: int) -> int | None:
+        """With a new session, the group id is the leader's pid (recorded at spawn)."""
+        return pid
+
+    def _group_members(pgid: int) -> Iterable[int]:
+        if sys.platform.startswith("linux"):
+            return _linux_group_members(pgid)
+        members: list[int] = []
+        for pid in psutil.pids():
+            try:
+                if os.getpgid(pid) == pgid:
+                    members.append(pid)
+            except OSError:
+                continue
+        return members
+
+    def _linux_group_members(pgid: int) -> list[int]:
+        # One read of /proc/<pid>/stat per process: field 5 is the process group.
+        members: list[int] = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as stat:
+                    data = stat.read()
+            except OSError:
+                continue
+            fields = data[data.rfind(b")") + 2 :].split()
+            if len(fields) > 2 and int(fields[2]) == pgid:
+                members.append(int(name))
+        return members
+
+    def _signal_members(tree: ProcessTree, step: Step) -> None:
+        sig = signal.SIGTERM if step == "term" else signal.SIGKILL
+        if tree.pgid is not None:
+            try:
+                os.killpg(tree.pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid, created in list(tree.members.items()):
+            if _is_alive(pid, created):
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    continue
+
+    def signal_name(returncode: int) -> str | None:
+        """`SIGKILL` for a returncode of -9; `None` for a normal exit."""
+        if returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"SIG{-returncode}"

@@ -1,0 +1,154 @@
+"""Named providers, the checks made before any spawn, and the shared settlement boundary."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+
+import anyio
+
+from ._diagnostics import bound_diagnostic
+from ._errors import SubagentError, SubagentStartError
+from ._run import SubagentProvider, SubagentRun
+from ._types import Capabilities, RunInfo, SubagentRequest, SubagentResult
+
+_log = logging.getLogger("subagent_core")
+
+StartObserver = Callable[[RunInfo], None]
+EndObserver = Callable[[RunInfo, str], None]
+
+# (request field, Capabilities field), in the order the registry checks them.
+_GATED_FIELDS: tuple[tuple[str, str], ...] = (
+    ("output_schema", "output_schema"),
+    ("max_depth", "depth_limit"),
+    ("tool_filter", "tool_filter"),
+    ("persona", "persona"),
+)
+
+
+class SubagentRegistry:
+    """Holds providers by name and starts runs through them.
+
+    Every run it publishes is wrapped so that `result().diagnostic`, the text `dispose()`
+    returns, and every `SubagentStartError` pass `bound_diagnostic()`, whatever the provider.
+    """
+
+    def __init__(
+        self,
+        on_start: StartObserver | None = None,
+        on_end: EndObserver | None = None,
+    ) -> None:
+        self._providers: dict[str, SubagentProvider] = {}
+        self._on_start = on_start
+        self._on_end = on_end
+
+    def register(self, provider: SubagentProvider) -> Callable[[], None]:
+        """Adds a provider; returns the function that unregisters exactly this provider.
+
+        Raises:
+            SubagentError: `DUPLICATE_PROVIDER` when the name is taken.
+        """
+        name = provider.name
+        if name in self._providers:
+            raise SubagentError(
+                "DUPLICATE_PROVIDER", f'a subagent provider named "{name}" is already registered'
+            )
+        self._providers[name] = provider
+
+        def unregister() -> None:
+            if self._providers.get(name) is provider:
+                del self._providers[name]
+
+        return unregister
+
+    def names(self) -> list[str]:
+        """Provider names in registration order."""
+        return list(self._providers)
+
+    def get(self, name: str) -> SubagentProvider | None:
+        """The provider registered under `name`, or `None`."""
+        return self._providers.get(name)
+
+    async def start(self, name: str, request: SubagentRequest) -> SubagentRun:
+        """Checks the request, then starts a child through the named provider.
+
+        Raises:
+            SubagentError: `NO_PROVIDER` or `UNSUPPORTED_CAPABILITY`, before anything is spawned.
+            ValueError: `max_depth` is not a non-negative int.
+            SubagentStartError: the provider could not start the child (text bounded).
+        """
+        provider = self._providers.get(name)
+        if provider is None:
+            raise SubagentError("NO_PROVIDER", f'no subagent provider registered for "{name}"')
+        check_capabilities(name, provider.capabilities, request)
+        if request.max_depth is not None and (
+            isinstance(request.max_depth, bool)
+            or not isinstance(request.max_depth, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or request.max_depth < 0
+        ):
+            raise ValueError("max_depth must be a non-negative int")
+        try:
+            inner = await provider.start(request)
+        except SubagentStartError as error:
+            raise _bounded_start_error(error) from error
+        run = _SettledRun(inner, RunInfo(inner.id, name, request.label), self._on_end)
+        _notify(self._on_start, run.info)
+        return run
+
+
+def check_capabilities(name: str, capabilities: Capabilities, request: SubagentRequest) -> None:
+    """Refuses the first requested gated field the provider lacks, in the fixed order."""
+    for field, capability in _GATED_FIELDS:
+        if getattr(request, field) is not None and not getattr(capabilities, capability):
+            raise SubagentError(
+                "UNSUPPORTED_CAPABILITY",
+                f'subagent provider "{name}" does not support the "{capability}" capability',
+            )
+
+
+def _bounded_start_error(error: SubagentStartError) -> SubagentStartError:
+    diagnostic = None if error.diagnostic is None else bound_diagnostic(error.diagnostic)
+    bounded = SubagentStartError(bound_diagnostic(error.message), diagnostic)
+    return bounded
+
+
+def _notify(observer: Callable[..., None] | None, *args: object) -> None:
+    if observer is None:
+        return
+    try:
+        observer(*args)
+    except Exception:
+        _log.exception("subagent registry observer raised; the run is unaffected")
+
+
+class _SettledRun(SubagentRun):
+    """The registry's wrapper: bounds every text a provider settles with, notifies observers."""
+
+    def __init__(self, inner: SubagentRun, info: RunInfo, on_end: EndObserver | None) -> None:
+        self.id = inner.id
+        self.info = info
+        self._inner = inner
+        self._on_end = on_end
+        self._ended = False
+
+    async def result(self) -> SubagentResult:
+        result = await self._inner.result()
+        if result.diagnostic is not None:
+            result = replace(result, diagnostic=bound_diagnostic(result.diagnostic))
+        self._end(result.stop_reason)
+        return result
+
+    async def dispose(self) -> str | None:
+        with anyio.CancelScope(shield=True):
+            text = await self._inner.dispose()
+            if not self._ended:
+                # Disposing settles the result; observers still learn how the run ended.
+                with anyio.move_on_after(1.0):
+                    self._end((await self._inner.result()).stop_reason)
+        return None if text is None else bound_diagnostic(text)
+
+    def _end(self, stop_reason: str) -> None:
+        if not self._ended:
+            self._ended = True
+            _notify(self._on_end, self.info, stop_reason)

@@ -1,0 +1,77 @@
+"""The provider protocol and the run handle every provider returns."""
+
+from __future__ import annotations
+
+import abc
+import uuid
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
+
+import anyio
+
+from ._types import Capabilities, SubagentRequest, SubagentResult
+
+
+def new_run_id() -> str:
+    """A fresh id in the parent's namespace; never the child's own session id."""
+    return str(uuid.uuid4())
+
+
+class SubagentRun(abc.ABC):
+    """One published child. The holder must dispose it; `async with run:` does so on every path.
+
+    `result()` never raises for child-level failure. `dispose()` is idempotent and memoized,
+    settles a pending result as `aborted`, tears the child down, and returns `None` when the
+    process tree is confirmed gone or the safe teardown line when it is not.
+    """
+
+    id: str
+
+    @abc.abstractmethod
+    async def result(self) -> SubagentResult:
+        """Waits for the run's result."""
+
+    @abc.abstractmethod
+    async def dispose(self) -> str | None:
+        """Tears the child down (memoized); never raises for a cleanup failure."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        # A cancelled holder must still not leak the child: dispose bounds every step itself.
+        with anyio.CancelScope(shield=True):
+            await self.dispose()
+
+
+@runtime_checkable
+class SubagentProvider(Protocol):
+    """A named way of running children."""
+
+    @property
+    def name(self) -> str:
+        """The registry name; also the `provider:` field of diagnostics."""
+        ...
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Which gated request fields this provider honours."""
+        ...
+
+    @property
+    def inherits_parent_context(self) -> bool:
+        """Whether the child sees the parent's conversation (descriptive only)."""
+        ...
+
+    async def start(self, request: SubagentRequest) -> SubagentRun:
+        """Starts a child and returns once it is ready.
+
+        Raises:
+            SubagentStartError: the child could not start; everything was rolled back first.
+        """
+        ...

@@ -1,0 +1,75 @@
+"""Request, result and capability types shared by every provider."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ._cancel import CancelSignal
+
+StopReason = Literal["completed", "max-tokens", "refusal", "aborted", "error"]
+"""Why a child stopped. Consumers treat any value they do not know as a failure."""
+
+STOP_REASONS: tuple[StopReason, ...] = ("completed", "max-tokens", "refusal", "aborted", "error")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Token counts a provider could observe; `None` fields were not reported."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capabilities:
+    """Which gated request fields a provider can honour (one flag per field)."""
+
+    output_schema: bool = False
+    depth_limit: bool = False
+    """Gates `SubagentRequest.max_depth`."""
+    tool_filter: bool = False
+    persona: bool = False
+
+
+NO_CAPABILITIES = Capabilities()
+"""What every out-of-process provider advertises: nothing it cannot enforce from outside."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentRequest:
+    """One delegated task. A gated field is *requested* when it is not `None`."""
+
+    prompt: str
+    cwd: Path | None = None
+    """The parent's workspace, absolute; a provider's own configured cwd may override it."""
+    cancel: CancelSignal = field(default_factory=CancelSignal)
+    """The single cancellation channel for this run."""
+    label: str | None = None
+    """A short human label for observers and logs; never sent to the child."""
+    output_schema: dict[str, Any] | None = None
+    max_depth: int | None = None
+    tool_filter: tuple[str, ...] | None = None
+    persona: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentResult:
+    """How a child run ended. Never raised: child-level failure is a value."""
+
+    stop_reason: StopReason
+    output: str = ""
+    """The child's answer text; partial when the run did not complete."""
+    diagnostic: str | None = None
+    """Safe fixed-vocabulary text of at most 4096 UTF-8 bytes, or `None`."""
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What registry observers learn about a run."""
+
+    id: str
+    provider: str
+    label: str | None

@@ -1,0 +1,104 @@
+"""Test support for process-owning code: a child subreaper, spawn tracking and a leak check.
+
+Shipped (not under tests/) so every package's conftest can use it; it imports no pytest.
+
+Where PID 1 does not reap orphans, killed grandchildren stay zombies. Making the test process a
+child subreaper lets it adopt them, and `reap_adopted()` collects them by pid: never with
+`waitpid(-1)`, which would steal exit statuses from the event loop's child watcher.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import sys
+from collections.abc import Iterator
+
+import psutil
+
+from . import _process
+from ._process_tree import ProcessTree
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Makes this process adopt orphaned descendants (Linux only); True when it worked."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def reap_adopted(known: set[int] | None = None) -> None:
+    """Collects zombie children of this process by pid (adopted orphans included)."""
+    if sys.platform == "win32":
+        return
+    for child in psutil.Process().children():
+        if known is not None and child.pid not in known:
+            continue
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                os.waitpid(child.pid, os.WNOHANG)
+        except (psutil.NoSuchProcess, ChildProcessError, OSError):
+            continue
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """Pids of the group that are alive and not zombies."""
+    tree = ProcessTree(pgid, pgid)
+    tree.snapshot_group_only()
+    return tree.alive()
+
+
+def live_descendants() -> list[psutil.Process]:
+    """Descendants of this process that are alive and not zombies."""
+    alive: list[psutil.Process] = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return alive
+
+
+@contextlib.contextmanager
+def track_spawns() -> Iterator[list[int]]:
+    """Records the leader pid of every managed process spawned inside the block."""
+    spawned: list[int] = []
+    _process.spawn_listeners.append(spawned.append)
+    try:
+        yield spawned
+    finally:
+        _process.spawn_listeners.remove(spawned.append)
+
+
+def leaked_processes(groups: list[int]) -> list[str]:
+    """Describes what is still alive: members of the given groups, or our own descendants.
+
+    Reaps zombie children first (they count as gone). Returns an empty list when clean.
+    """
+    reap_adopted()
+    leaks: list[str] = []
+    for pgid in groups:
+        leaks.extend(f"group {pgid}: pid {pid}" for pid in live_group_members(pgid))
+    for proc in live_descendants():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            leaks.append(f"descendant pid {proc.pid}: {' '.join(proc.cmdline())[:200]}")
+    return leaks
+
+
+def kill_leaks(groups: list[int]) -> None:
+    """Kills whatever `leaked_processes` would report, then reaps it."""
+    for pgid in groups:
+        for pid in live_group_members(pgid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+    for proc in live_descendants():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    with contextlib.suppress(psutil.Error):
+        psutil.wait_procs(psutil.Process().children(recursive=True), timeout=2)
+    reap_adopted()

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
+
+CHILDREN = Path(__file__).parent / "children"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def child() -> object:
+    """argv for one of the scripted misbehaving children in tests/children/."""
+
+    def argv(name: str, *args: str) -> list[str]:
+        return [sys.executable, str(CHILDREN / f"{name}.py"), *args]
+
+    return argv
