@@ -63,8 +63,8 @@ def build(session: nox.Session) -> None:
     session.run_install("uv", "build", "--all-packages", "-o", "dist", external=True)
 
 
-@nox.session(default=False)
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks: print same-run ratios and write bench/results.md (not part of CI)."""
-    _sync(session, "--all-packages", "--no-default-groups", "--group", "dev", "--group", "bench")
+    _sync(session, "--all-packages", "--no-default-groups", "--group", "dev")
     session.run("python", "bench/run.py", *session.posargs)
