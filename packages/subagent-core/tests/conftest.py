@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
 
 CHILDREN = Path(__file__).parent / "children"
+
+ChildArgv = Callable[..., list[str]]
 
 
 @pytest.fixture
@@ -16,7 +18,7 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def child() -> object:
+def child() -> ChildArgv:
     """argv for one of the scripted misbehaving children in tests/children/."""
 
     def argv(name: str, *args: str) -> list[str]:

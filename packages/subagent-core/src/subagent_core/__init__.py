@@ -39,8 +39,8 @@ from ._types import Usage as Usage
 __all__ = [
     "DIAGNOSTIC_MAX_BYTES",
     "NO_CAPABILITIES",
-    "Capabilities",
     "CancelSignal",
+    "Capabilities",
     "JobOutcome",
     "ManagedProcess",
     "ProcessOutcome",

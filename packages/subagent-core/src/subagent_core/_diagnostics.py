@@ -14,7 +14,18 @@ TRUNCATION_MARKER: Final = "\n[diagnostic truncated]"
 _CUT_AT: Final = DIAGNOSTIC_MAX_BYTES - len(TRUNCATION_MARKER.encode())  # 4073
 
 ACP_TOOL_KINDS: Final = frozenset(
-    {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"}
+    {
+        "read",
+        "edit",
+        "delete",
+        "move",
+        "search",
+        "execute",
+        "think",
+        "fetch",
+        "switch_mode",
+        "other",
+    }
 )
 """The ACP closed set of tool kinds; anything else is reported as `other`."""
 
@@ -67,13 +78,19 @@ def bound_diagnostic(text: str) -> str:
     """Bounds text to 4096 UTF-8 bytes without splitting a character.
 
     Text of at most 4096 bytes is returned unchanged. Longer text is cut at 4073 bytes, moved
-    left to a character boundary, and `\\n[diagnostic truncated]` is appended.
+    left to a character boundary, and `\\n[diagnostic truncated]` is appended. Lone surrogates
+    (which have no UTF-8 form) become `?`, so the result always encodes.
     """
-    data = text.encode("utf-8", "surrogatepass")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates have no UTF-8 form; `?` keeps the result encodable and bounded.
+        data = text.encode("utf-8", "replace")
+        text = data.decode("utf-8")
     if len(data) <= DIAGNOSTIC_MAX_BYTES:
         return text
     cut = _CUT_AT
     # Continuation bytes look like 0b10xxxxxx: step left until the cut starts a character.
     while cut > 0 and (data[cut] & 0xC0) == 0x80:
         cut -= 1
-    return data[:cut].decode("utf-8", "replace") + TRUNCATION_MARKER
+    return data[:cut].decode("utf-8") + TRUNCATION_MARKER

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +33,7 @@ DEFAULT_KILL_GRACE_SECONDS = 3.0
 
 _POLL_FIRST_SECONDS = 0.002
 _POLL_MAX_SECONDS = 0.05
+_RELEASE_SECONDS = 1.0
 
 # Test seam: called with the leader pid (= its process group on POSIX) of every spawn, so leak
 # guards can check each group afterwards while the real spawn code runs unchanged.
@@ -70,7 +71,7 @@ class ManagedProcess:
     def __init__(self, process: anyio.abc.Process, tree: ProcessTree) -> None:
         self._process = process
         self._tree = tree
-        self._terminated: bool | None = None
+        self._terminated = False
         self._terminate_lock = anyio.Lock()
 
     @property
@@ -143,11 +144,11 @@ class ManagedProcess:
         """
         with anyio.CancelScope(shield=True):
             async with self._terminate_lock:
-                if self._terminated:
-                    return True
-                gone = await self._ladder(eof_grace_seconds, term_grace_seconds, kill_grace_seconds)
-                self._terminated = gone
-                return gone
+                if not self._terminated:
+                    self._terminated = await self._ladder(
+                        eof_grace_seconds, term_grace_seconds, kill_grace_seconds
+                    )
+        return self._terminated
 
     async def _ladder(self, eof: float, term: float, kill: float) -> bool:
         self._tree.snapshot()
@@ -214,7 +215,7 @@ async def open_managed_process(
     eof_grace_seconds: float = DEFAULT_EOF_GRACE_SECONDS,
     term_grace_seconds: float = DEFAULT_TERM_GRACE_SECONDS,
     kill_grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS,
-) -> AsyncIterator[ManagedProcess]:
+) -> AsyncGenerator[ManagedProcess]:
     """Starts `argv` in its own process group and owns it until the whole tree is gone.
 
     Leaving the block runs the ladder with the given graces (shielded; a no-op when `terminate`
@@ -247,11 +248,27 @@ async def open_managed_process(
     finally:
         with anyio.CancelScope(shield=True):
             await managed.terminate(eof_grace_seconds, term_grace_seconds, kill_grace_seconds)
-            for stream in (process.stdout, process.stderr):
-                if stream is not None:
-                    try:
-                        await stream.aclose()
-                    except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        pass
-            if process.returncode is None:
-                _log.warning("process %d was not reaped", process.pid)
+            await _release_pipes(process)
+
+
+async def _release_pipes(process: anyio.abc.Process) -> None:
+    """Closes our pipe ends, so no transport outlives the block (bounded, never raises).
+
+    `Process.aclose()` also closes the OS pipes: a reader paused on a full buffer (a child that
+    flooded stdout nobody read) would otherwise keep its transport open forever. It waits for
+    the leader, so it is only used once the leader is reaped.
+    """
+    if process.returncode is not None:
+        with anyio.move_on_after(_RELEASE_SECONDS):
+            try:
+                await process.aclose()
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+        return
+    _log.warning("process %d was not reaped", process.pid)
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            try:
+                await stream.aclose()
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass

@@ -140,6 +140,7 @@ class _SettledRun(SubagentRun):
         return result
 
     async def dispose(self) -> str | None:
+        text: str | None = None
         with anyio.CancelScope(shield=True):
             text = await self._inner.dispose()
             if not self._ended:

@@ -13,7 +13,7 @@ import contextlib
 import ctypes
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator
 
 import psutil
 
@@ -65,7 +65,7 @@ def live_descendants() -> list[psutil.Process]:
 
 
 @contextlib.contextmanager
-def track_spawns() -> Iterator[list[int]]:
+def track_spawns() -> Generator[list[int]]:
     """Records the leader pid of every managed process spawned inside the block."""
     spawned: list[int] = []
     _process.spawn_listeners.append(spawned.append)

@@ -9,7 +9,11 @@ import sys
 
 setsid = len(sys.argv) > 1 and sys.argv[1] == "setsid"
 grandchild = subprocess.Popen(
-    [sys.executable, "-c", "import signal, threading; signal.signal(signal.SIGTERM, signal.SIG_IGN); threading.Event().wait()"],
+    [
+        sys.executable,
+        "-c",
+        "import signal, threading; signal.signal(signal.SIGTERM, signal.SIG_IGN); threading.Event().wait()",
+    ],
     start_new_session=setsid,
 )
 sys.stdout.write(f"{grandchild.pid}\n")
