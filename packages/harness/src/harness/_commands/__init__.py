@@ -1,0 +1,1 @@
+"""One module per CLI command; each imports its heavy dependencies inside the command body."""

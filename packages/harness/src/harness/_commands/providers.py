@@ -1,0 +1,35 @@
+"""`harness providers`: what is configured, and can each provider start."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ._options import ConfigOption, WorkspaceOption, workspace_path
+from ._support import cli_errors
+
+
+@cli_errors
+def providers(
+    workspace: WorkspaceOption = None,
+    config: ConfigOption = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check/--no-check",
+            help="Start each provider once (ACP: initialize + session/new; SDK: initialize).",
+        ),
+    ] = True,
+) -> None:
+    """List the configured providers and check that each can start.
+
+    A provider that cannot start shows its safe diagnostic (never the child's own error text).
+    Exit 0 when every checked provider started, 1 otherwise.
+    """
+    from harness._config import load_config
+    from harness._provider_check import show_providers
+
+    root = workspace_path(workspace)
+    settings = load_config(config, workspace=root)
+    raise typer.Exit(show_providers(settings, workspace=root, check=check))

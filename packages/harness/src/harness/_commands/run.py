@@ -1,0 +1,50 @@
+"""`harness run PROMPT`: the direct-model agent on a real endpoint, streamed to the terminal."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ._options import (
+    BaseURLOption,
+    ConfigOption,
+    ModeChoice,
+    ModelOption,
+    WorkspaceOption,
+    workspace_path,
+)
+from ._support import cli_errors
+
+
+@cli_errors
+def run(
+    prompt: Annotated[str, typer.Argument(help="The task for the agent.")],
+    mode: Annotated[
+        ModeChoice,
+        typer.Option(help="ask: read-only tools; execute: may run commands and write files."),
+    ] = ModeChoice.ask,
+    workspace: WorkspaceOption = None,
+    model: ModelOption = None,
+    base_url: BaseURLOption = None,
+    config: ConfigOption = None,
+    max_steps: Annotated[int, typer.Option(min=1, help="Model rounds before giving up.")] = 50,
+) -> None:
+    """Run the direct-model agent on PROMPT against a real endpoint.
+
+    Streams the answer, shows tool calls, commands and child agents live, and prints token
+    usage at the end. Needs DEEPSEEK_API_KEY for the DeepSeek API; with --base-url any
+    OpenAI-compatible server works. Ctrl-C cancels cleanly: every child and command is
+    stopped and a summary is printed. Exit 0 when the run completed, 1 otherwise.
+    """
+    from harness._config import load_config
+    from harness._endpoint import resolve_endpoint
+    from harness._run_session import run_prompt
+
+    root = workspace_path(workspace)
+    settings = load_config(config, workspace=root)
+    endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
+    code = run_prompt(
+        prompt, endpoint=endpoint, workspace=root, mode=mode.value, max_steps=max_steps
+    )
+    raise typer.Exit(code)

@@ -1,0 +1,39 @@
+"""`harness sdk-runtime`: the direct-model agent served over the SDK stdio protocol."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ._options import BaseURLOption, ConfigOption, ModeChoice, ModelOption
+from ._support import cli_errors
+
+
+@cli_errors
+def sdk_runtime(
+    mode: Annotated[
+        ModeChoice,
+        typer.Option(help="Work mode of every session (the SDK wire has no approval step)."),
+    ] = ModeChoice.execute,
+    model: ModelOption = None,
+    base_url: BaseURLOption = None,
+    max_steps: Annotated[int, typer.Option(min=1, help="Model rounds per prompt.")] = 50,
+    config: ConfigOption = None,
+) -> None:
+    """Serve the direct-model agent over the DeepSeek Harness SDK protocol on stdio.
+
+    Wire-compatible with the SDK runtime: newline-delimited JSON-RPC, session/prompt receipts,
+    session.event envelopes, session.status, subagent.started/finished for in-process
+    children. shutdown, stdin EOF or SIGTERM end it with exit 0. A failed turn ends with
+    turn/end {kind: "error"}.
+    """
+    from pathlib import Path
+
+    from harness._config import load_config
+    from harness._endpoint import resolve_endpoint
+    from harness._sdk_server import serve_sdk
+
+    settings = load_config(config, workspace=Path.cwd())
+    endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
+    raise typer.Exit(serve_sdk(endpoint=endpoint, mode=mode.value, max_steps=max_steps))

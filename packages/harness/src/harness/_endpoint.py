@@ -1,0 +1,64 @@
+"""Which model endpoint a command talks to: flags over environment over harness.toml."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ._config import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL, MODEL_ENV, ModelSettings
+from ._exit import UsageError
+
+
+class MissingKeyError(UsageError):
+    """The real DeepSeek endpoint was chosen but `DEEPSEEK_API_KEY` is not set."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"{API_KEY_ENV} is not set. Set it to your DeepSeek API key "
+            f"(export {API_KEY_ENV}=sk-...), or point --base-url (or {BASE_URL_ENV}) at an "
+            "OpenAI-compatible server that needs no key."
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvedEndpoint:
+    """A concrete endpoint; converted to model-agent's `ModelEndpoint` only when a run starts."""
+
+    base_url: str
+    model: str
+    api_key: str | None
+    max_tokens: int | None = None
+    retry_statuses: tuple[int, ...] = ()
+
+    def __repr__(self) -> str:
+        # Never show the key, even in a debug print.
+        return f"ResolvedEndpoint(base_url={self.base_url!r}, model={self.model!r})"
+
+
+def resolve_endpoint(
+    settings: ModelSettings,
+    *,
+    base_url: str | None = None,
+    model: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ResolvedEndpoint:
+    """Flags win, then `DEEPSEEK_BASE_URL` / `DEEPSEEK_MODEL`, then the file.
+
+    Raises:
+        MissingKeyError: the endpoint is the real DeepSeek API and no key is set. Other
+            endpoints (a local server, the scripted model) may run without a key.
+    """
+    env = os.environ if environ is None else environ
+    url = base_url or env.get(BASE_URL_ENV) or settings.base_url
+    name = model or env.get(MODEL_ENV) or settings.model
+    key = env.get(API_KEY_ENV) or None
+    if key is None and url.rstrip("/") == DEFAULT_BASE_URL:
+        raise MissingKeyError
+    return ResolvedEndpoint(
+        base_url=url,
+        model=name,
+        api_key=key,
+        max_tokens=settings.max_tokens,
+        retry_statuses=settings.retry_statuses,
+    )
