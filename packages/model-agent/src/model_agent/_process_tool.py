@@ -1,17 +1,258 @@
-"""`process_execute`: one shell command in the workspace, bounded in time, output and reach."""
+"""`process_execute`: one shell command in the workspace, bounded in time, output and reach.
+
+States of one call:
+
+    validating → (invalid → failed) → starting → (spawn failed → failed) → running →
+      exit 0 → completed | exit ≠ 0 → completed_nonzero | timeout → terminating → timed_out |
+      parent cancel → terminating → cancelled | output/lifecycle failure → terminating → failed
+
+A non-zero exit is a command result; invalid input, a spawn failure and an unavailable backend
+are tool failures (plain text, `is_error`). When reasons race, cancel > timeout > output
+failure > exit; the first committed reason stays (a late close only cleans up).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any, Literal
 
+import anyio
+import anyio.abc
+from subagent_core import (
+    CancelSignal,
+    ManagedProcess,
+    SpawnError,
+    child_env,
+    open_managed_process,
+)
+
+from ._output_buffer import HeadTailBuffer
+from ._process_sweep import MARKER_VARIABLE, kill_marked, new_marker
+from ._shell import shell_argv
 from ._tool import RequestContext, ToolOutcome
 
 PROCESS_EXECUTE = "process_execute"
 
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+
+ProcessState = Literal[
+    "validating",
+    "starting",
+    "running",
+    "terminating",
+    "completed",
+    "completed_nonzero",
+    "timed_out",
+    "cancelled",
+    "failed",
+]
+"""The states a call passes through; the last one is its `status` (or `failed`)."""
+
+_Reason = Literal["cancel", "timeout", "output", "exit"]
+_RANK: dict[_Reason, int] = {"cancel": 0, "timeout": 1, "output": 2, "exit": 3}
+_STATUS: dict[_Reason, ProcessState] = {
+    "cancel": "cancelled",
+    "timeout": "timed_out",
+    "output": "failed",
+    "exit": "completed",
+}
+
+_NON_INTERACTIVE_POSIX: dict[str, str | None] = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "MANPAGER": "cat",
+    "SYSTEMD_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_EDITOR": "true",
+    "EDITOR": "true",
+    "VISUAL": "true",
+    "GIT_ASKPASS": None,
+    "SSH_ASKPASS": None,
+    "DEBIAN_FRONTEND": "noninteractive",
+    "TERM": "dumb",
+}
+"""Pagers print straight through, editors and credential prompts end at once."""
+
+_NON_INTERACTIVE_WINDOWS: dict[str, str | None] = {
+    "PAGER": None,
+    "GIT_PAGER": "",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_EDITOR": None,
+    "EDITOR": None,
+    "VISUAL": None,
+    "GIT_ASKPASS": None,
+    "SSH_ASKPASS": None,
+}
+
+_DESCRIPTION = (
+    "Run one shell command in the workspace and return its exit code and output. "
+    "stdin is empty; pagers and editors are disabled. Output keeps the first and last 16 KiB "
+    "of each stream. `cwd` is relative to the workspace root. The command is killed with its "
+    "whole process tree after `timeout_ms` (default 120000, at most 600000)."
+)
+
+_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "The shell command to run."},
+        "cwd": {
+            "type": "string",
+            "description": "Working directory relative to the workspace root (default: the root).",
+        },
+        "timeout_ms": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Timeout in milliseconds (default 120000, clamped to 600000).",
+        },
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessArguments:
+    """Validated arguments of one call."""
+
+    command: str
+    cwd: str | None
+    timeout_ms: int
+
+
+class InvalidArgumentsError(ValueError):
+    """The model's arguments break the schema; the message is fixed text."""
+
+
+def parse_process_arguments(arguments: Mapping[str, Any]) -> ProcessArguments:
+    """Validates `command`, `cwd` and `timeout_ms` and clamps the timeout to 600 000 ms.
+
+    Raises:
+        InvalidArgumentsError: the arguments are not acceptable.
+    """
+    unknown = sorted(set(arguments) - {"command", "cwd", "timeout_ms"})
+    if unknown:
+        raise InvalidArgumentsError(
+            "invalid arguments: unknown argument(s); allowed: command, cwd, timeout_ms"
+        )
+    command = arguments.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise InvalidArgumentsError("invalid arguments: `command` must be a non-empty string")
+    if "\0" in command:
+        raise InvalidArgumentsError("invalid arguments: `command` must not contain NUL")
+    cwd = arguments.get("cwd")
+    if cwd is not None and (not isinstance(cwd, str) or not cwd or "\0" in cwd):
+        raise InvalidArgumentsError(
+            "invalid arguments: `cwd` must be a non-empty relative path string"
+        )
+    timeout = arguments.get("timeout_ms", DEFAULT_TIMEOUT_MS)
+    if timeout is None:
+        timeout = DEFAULT_TIMEOUT_MS
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
+        raise InvalidArgumentsError("invalid arguments: `timeout_ms` must be an integer >= 1")
+    return ProcessArguments(command, cwd, min(timeout, MAX_TIMEOUT_MS))
+
+
+class WorkingDirectoryError(ValueError):
+    """The requested working directory is refused; the message is fixed text."""
+
+
+def workspace_identity(path: Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of `path`, or None when it cannot be read."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino)
+
+
+def resolve_working_directory(workspace: Path, identity: tuple[int, int], cwd: str | None) -> Path:
+    """The real directory a command runs in, decided by the working-directory table.
+
+    Absent → the root; relative → resolved inside; absolute, escaping (`..` or a symlink),
+    missing or not a directory → refused; the root's identity changed → refused. This keeps a
+    request in its project; it is not a sandbox.
+
+    Raises:
+        WorkingDirectoryError: the directory is refused.
+    """
+    if workspace_identity(workspace) != identity:
+        raise WorkingDirectoryError("cwd refused: the workspace changed since the request began")
+    if cwd is None:
+        return workspace
+    if PurePosixPath(cwd).is_absolute() or PureWindowsPath(cwd).anchor:
+        raise WorkingDirectoryError("cwd refused: it must be relative to the workspace root")
+    real = Path(os.path.realpath(workspace / cwd))
+    if real != workspace and workspace not in real.parents:
+        raise WorkingDirectoryError("cwd refused: it leaves the workspace")
+    if not real.exists():
+        raise WorkingDirectoryError("cwd refused: it does not exist")
+    if not real.is_dir():
+        raise WorkingDirectoryError("cwd refused: it is not a directory")
+    if workspace_identity(workspace) != identity:
+        raise WorkingDirectoryError("cwd refused: the workspace changed since the request began")
+    return real
+
+
+def process_environment() -> dict[str, str]:
+    """The child's environment: the scrubbed parent env with interactive helpers disabled."""
+    explicit = _NON_INTERACTIVE_WINDOWS if sys.platform == "win32" else _NON_INTERACTIVE_POSIX
+    return child_env(explicit)
+
+
+class _Verdict:
+    """The terminal reason of a call: the strongest reason offered before it was committed."""
+
+    def __init__(self) -> None:
+        self.offered: set[_Reason] = set()
+        self.committed: _Reason | None = None
+        self.decided = anyio.Event()
+
+    def offer(self, reason: _Reason) -> None:
+        if self.committed is None:
+            self.offered.add(reason)
+            self.decided.set()
+
+    def commit(self) -> _Reason:
+        if self.committed is None:
+            self.committed = min(self.offered, key=_RANK.__getitem__)
+        return self.committed
+
+
+@dataclass(slots=True)
+class _Streams:
+    stdout: HeadTailBuffer
+    stderr: HeadTailBuffer
+    finished: int = 0
+    drained: anyio.Event | None = None
+
 
 class ProcessExecuteTool:
-    """Runs a command through the request's frozen shell (work in progress)."""
+    """The `process_execute` tool: a command through the request's frozen shell.
+
+    The graces bound teardown: `drain_grace_seconds` is how long output may keep flowing after
+    the command's main process exited (a background job holding the pipe is then killed);
+    `term_grace_seconds` and `kill_grace_seconds` are the SIGTERM → SIGKILL ladder steps.
+    `on_state` sees each state of every call (observability and tests).
+    """
+
+    def __init__(
+        self,
+        *,
+        drain_grace_seconds: float = 1.0,
+        term_grace_seconds: float = 2.0,
+        kill_grace_seconds: float = 2.0,
+        on_state: Callable[[ProcessState], None] | None = None,
+    ) -> None:
+        self._drain_grace = drain_grace_seconds
+        self._term_grace = term_grace_seconds
+        self._kill_grace = kill_grace_seconds
+        self._on_state = on_state
 
     @property
     def name(self) -> str:
@@ -19,11 +260,226 @@ class ProcessExecuteTool:
 
     @property
     def description(self) -> str:
-        return "Run a shell command in the workspace."
+        return _DESCRIPTION
 
     @property
     def parameters(self) -> Mapping[str, Any]:
-        return {"type": "object", "properties": {"command": {"type": "string"}}}
+        return _PARAMETERS
+
+    def _enter(self, state: ProcessState) -> None:
+        if self._on_state is not None:
+            self._on_state(state)
+
+    def _fail(self, text: str) -> ToolOutcome:
+        self._enter("failed")
+        return ToolOutcome(text, is_error=True)
 
     async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
-        return ToolOutcome("process_execute is not implemented yet", is_error=True)
+        """Validates, runs and reports one command; never raises for command-level failure."""
+        self._enter("validating")
+        refusal = _gate(context)
+        if refusal is not None:
+            return self._fail(refusal)
+        try:
+            parsed = parse_process_arguments(arguments)
+        except InvalidArgumentsError as error:
+            return self._fail(str(error))
+        shell = context.shell
+        if shell is None:
+            return self._fail("process_execute is unavailable: no shell was found")
+        try:
+            cwd = resolve_working_directory(
+                context.workspace, context.workspace_identity, parsed.cwd
+            )
+        except WorkingDirectoryError as error:
+            return self._fail(str(error))
+        if context.cancel.cancelled or context.state != "active":
+            return self._fail("process_execute refused: the request is no longer active")
+        relative = "." if cwd == context.workspace else cwd.relative_to(context.workspace)
+        return await self._run(shell, parsed, cwd, Path(relative).as_posix(), context.cancel)
+
+    async def _run(
+        self,
+        shell: str,
+        parsed: ProcessArguments,
+        cwd: Path,
+        shown_cwd: str,
+        cancel: CancelSignal,
+    ) -> ToolOutcome:
+        self._enter("starting")
+        marker = new_marker()
+        env = process_environment()
+        env[MARKER_VARIABLE] = marker
+        streams = _Streams(HeadTailBuffer(), HeadTailBuffer())
+        verdict = _Verdict()
+        started = anyio.current_time()
+        try:
+            async with open_managed_process(
+                shell_argv(shell, parsed.command),
+                cwd=cwd,
+                env=env,
+                stdin="devnull",
+                stdout="pipe",
+                stderr="pipe",
+                eof_grace_seconds=0.0,
+                term_grace_seconds=self._term_grace,
+                kill_grace_seconds=self._kill_grace,
+            ) as proc:
+                self._enter("running")
+                reason, gone = await self._supervise(proc, parsed, cancel, streams, verdict, marker)
+                outcome = proc.outcome
+        except SpawnError as error:
+            return self._fail(f"process_execute could not start the shell ({error.reason})")
+        status: ProcessState = _STATUS[reason]
+        if reason == "exit" and (outcome is None or outcome.exit_code != 0):
+            status = "completed_nonzero"
+        if not gone and status in ("completed", "completed_nonzero"):
+            # The command finished but its tree could not be confirmed gone: a lifecycle failure.
+            status = "failed"
+        self._enter(status)
+        duration_ms = int((anyio.current_time() - started) * 1000)
+        out = streams.stdout.render()
+        err = streams.stderr.render()
+        result = {
+            "status": status,
+            "exitCode": None if outcome is None else outcome.exit_code,
+            "signal": None if outcome is None else outcome.signal,
+            "durationMs": duration_ms,
+            "stdout": out.text,
+            "stderr": err.text,
+            "stdoutTotalBytes": out.total_bytes,
+            "stderrTotalBytes": err.total_bytes,
+            "stdoutOmitted": None if out.omitted is None else list(out.omitted),
+            "stderrOmitted": None if err.omitted is None else list(err.omitted),
+            "shell": shell,
+            "cwd": shown_cwd,
+        }
+        is_error = status not in ("completed", "completed_nonzero")
+        return ToolOutcome(json.dumps(result, ensure_ascii=False), is_error=is_error)
+
+    async def _supervise(
+        self,
+        proc: ManagedProcess,
+        parsed: ProcessArguments,
+        cancel: CancelSignal,
+        streams: _Streams,
+        verdict: _Verdict,
+        marker: str,
+    ) -> tuple[_Reason, bool]:
+        """Races exit, timeout, cancel and output failure; then tears down, bounded."""
+        streams.drained = anyio.Event()
+        gone = False
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_pump, proc.stdout, streams, streams.stdout, verdict)
+            tg.start_soon(_pump, proc.stderr, streams, streams.stderr, verdict)
+            watchers = anyio.CancelScope()
+
+            async def watch() -> None:
+                with watchers:
+                    async with anyio.create_task_group() as inner:
+                        inner.start_soon(_watch_exit, proc, verdict)
+                        inner.start_soon(_watch_cancel, cancel, verdict)
+                        inner.start_soon(_watch_timeout, parsed.timeout_ms / 1000, verdict)
+                        inner.start_soon(_keep_snapshots, proc)
+
+            tg.start_soon(watch)
+            await verdict.decided.wait()
+            reason = verdict.commit()
+            watchers.cancel()
+            if reason != "exit":
+                self._enter("terminating")
+            gone = await self._finish(proc, reason, cancel, streams, marker)
+            tg.cancel_scope.cancel()
+        return verdict.commit(), gone
+
+    async def _finish(
+        self,
+        proc: ManagedProcess,
+        reason: _Reason,
+        cancel: CancelSignal,
+        streams: _Streams,
+        marker: str,
+    ) -> bool:
+        """Bounded drain and teardown; True when the call's tree is confirmed gone."""
+        assert streams.drained is not None
+        gone = False
+        with anyio.CancelScope(shield=True):
+            if reason == "exit":
+                with anyio.move_on_after(self._drain_grace):
+                    async with anyio.create_task_group() as race:
+
+                        async def stop_on_cancel() -> None:
+                            await cancel.wait()
+                            race.cancel_scope.cancel()
+
+                        race.start_soon(stop_on_cancel)
+                        await streams.drained.wait()
+                        race.cancel_scope.cancel()
+            gone = await proc.terminate(0.0, self._term_grace, self._kill_grace)
+            if not streams.drained.is_set():
+                # Someone outside the known tree still holds a pipe: an escaped grandchild.
+                kill_marked(marker)
+                with anyio.move_on_after(self._kill_grace):
+                    await streams.drained.wait()
+        return gone
+
+
+def _gate(context: RequestContext) -> str | None:
+    """Re-checks the request's dimensions on every call: hiding a tool is not authorization."""
+    if context.runtime != "model":
+        return "process_execute refused: only the direct model runtime has this tool"
+    if context.space != "local":
+        return "process_execute refused: commands run only in the local execution space"
+    if context.mode != "execute":
+        return "process_execute refused: the request is in ask mode"
+    if PROCESS_EXECUTE not in context.tool_names:
+        return "process_execute refused: the tool is not enabled for this request"
+    if context.state != "active" or context.cancel.cancelled:
+        return "process_execute refused: the request is no longer active"
+    return None
+
+
+async def _pump(
+    stream: anyio.abc.ByteReceiveStream | None,
+    streams: _Streams,
+    buffer: HeadTailBuffer,
+    verdict: _Verdict,
+) -> None:
+    try:
+        if stream is not None:
+            async for chunk in stream:
+                buffer.feed(chunk)
+    except anyio.ClosedResourceError:
+        pass
+    except (anyio.BrokenResourceError, OSError):
+        verdict.offer("output")
+    finally:
+        streams.finished += 1
+        if streams.finished == 2 and streams.drained is not None:
+            streams.drained.set()
+
+
+async def _watch_exit(proc: ManagedProcess, verdict: _Verdict) -> None:
+    await proc.wait()
+    verdict.offer("exit")
+
+
+async def _watch_cancel(cancel: CancelSignal, verdict: _Verdict) -> None:
+    await cancel.wait()
+    verdict.offer("cancel")
+
+
+async def _watch_timeout(seconds: float, verdict: _Verdict) -> None:
+    await anyio.sleep(seconds)
+    verdict.offer("timeout")
+
+
+async def _keep_snapshots(proc: ManagedProcess) -> None:
+    """Records descendants while the command runs, so `setsid` escapees are still signalled."""
+    delay = 0.01
+    while True:
+        await anyio.sleep(delay)
+        if proc.outcome is not None:
+            return
+        proc.snapshot()
+        delay = min(delay * 2, 1.0)

@@ -1,0 +1,572 @@
+"""process_execute with real shells and real process trees: states, cwd table, bounds, teardown."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+from model_agent._process_tool import (
+    DEFAULT_TIMEOUT_MS,
+    MAX_TIMEOUT_MS,
+    ProcessExecuteTool,
+    ProcessState,
+    _Verdict,
+    parse_process_arguments,
+)
+from model_agent._tool import RequestContext, ToolOutcome
+from subagent_core import CancelSignal
+from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
+
+BASH = "/bin/bash"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return Path(os.path.realpath(root))
+
+
+def make_context(
+    workspace: Path,
+    *,
+    shell: str | None = BASH,
+    cancel: CancelSignal | None = None,
+    **overrides: Any,
+) -> RequestContext:
+    stat = os.stat(workspace)
+    fields: dict[str, Any] = {
+        "runtime": "model",
+        "mode": "execute",
+        "space": "local",
+        "depth": 0,
+        "workspace": workspace,
+        "workspace_identity": (stat.st_dev, stat.st_ino),
+        "shell": shell,
+        "tool_names": ("process_execute",),
+        "cancel": cancel if cancel is not None else CancelSignal(),
+    }
+    fields.update(overrides)
+    return RequestContext(**fields)
+
+
+def make_tool(states: list[ProcessState] | None = None, **graces: float) -> ProcessExecuteTool:
+    options = {"drain_grace_seconds": 0.3, "term_grace_seconds": 0.5, "kill_grace_seconds": 1.0}
+    options.update(graces)
+    on_state: Callable[[ProcessState], None] | None = None if states is None else states.append
+    return ProcessExecuteTool(**options, on_state=on_state)
+
+
+def result_of(outcome: ToolOutcome) -> dict[str, Any]:
+    data = json.loads(outcome.content)
+    assert list(data) == [
+        "status",
+        "exitCode",
+        "signal",
+        "durationMs",
+        "stdout",
+        "stderr",
+        "stdoutTotalBytes",
+        "stderrTotalBytes",
+        "stdoutOmitted",
+        "stderrOmitted",
+        "shell",
+        "cwd",
+    ]
+    assert isinstance(data["durationMs"], int)
+    assert data["durationMs"] >= 0
+    del data["durationMs"]
+    return data
+
+
+def plain(
+    status: str,
+    stdout: str = "",
+    *,
+    exit_code: int | None = 0,
+    signal: str | None = None,
+    stderr: str = "",
+    cwd: str = ".",
+) -> dict[str, Any]:
+    return {
+        "status": status,
+        "exitCode": exit_code,
+        "signal": signal,
+        "stdout": stdout,
+        "stderr": stderr,
+        "stdoutTotalBytes": len(stdout.encode()),
+        "stderrTotalBytes": len(stderr.encode()),
+        "stdoutOmitted": None,
+        "stderrOmitted": None,
+        "shell": BASH,
+        "cwd": cwd,
+    }
+
+
+async def poll_until(predicate: Callable[[], bool]) -> None:
+    """Readiness by observation (a marker file, a reaped pid), checked every 10 ms."""
+    while True:
+        if predicate():
+            return
+        await anyio.sleep(0.01)
+
+
+async def wait_for_file(path: Path) -> None:
+    """Marker-file readiness: the command touches it once its background jobs exist."""
+    await poll_until(lambda: os.path.exists(path))
+
+
+# --- state machine rows ---------------------------------------------------------------------
+
+
+async def test_exit_zero_is_completed_with_both_streams(workspace: Path) -> None:
+    states: list[ProcessState] = []
+    with anyio.fail_after(30):
+        outcome = await make_tool(states).call(
+            {"command": "printf hello; printf oops >&2"}, make_context(workspace)
+        )
+    assert outcome.is_error is False
+    assert result_of(outcome) == plain("completed", "hello", stderr="oops")
+    assert states == ["validating", "starting", "running", "completed"]
+
+
+async def test_nonzero_exit_is_a_normal_result(workspace: Path) -> None:
+    states: list[ProcessState] = []
+    with anyio.fail_after(30):
+        outcome = await make_tool(states).call(
+            {"command": "echo partial; exit 3"}, make_context(workspace)
+        )
+    assert outcome.is_error is False
+    assert result_of(outcome) == plain("completed_nonzero", "partial\n", exit_code=3)
+    assert states == ["validating", "starting", "running", "completed_nonzero"]
+
+
+async def test_a_command_killed_by_a_signal_reports_the_signal_name(workspace: Path) -> None:
+    with anyio.fail_after(30):
+        outcome = await make_tool().call({"command": "kill -9 $$"}, make_context(workspace))
+    assert result_of(outcome) == plain("completed_nonzero", exit_code=None, signal="SIGKILL")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({}, "invalid arguments: `command` must be a non-empty string"),
+        ({"command": ""}, "invalid arguments: `command` must be a non-empty string"),
+        ({"command": "   "}, "invalid arguments: `command` must be a non-empty string"),
+        ({"command": 7}, "invalid arguments: `command` must be a non-empty string"),
+        ({"command": "echo \0"}, "invalid arguments: `command` must not contain NUL"),
+        (
+            {"command": "true", "cwd": 3},
+            "invalid arguments: `cwd` must be a non-empty relative path string",
+        ),
+        (
+            {"command": "true", "cwd": ""},
+            "invalid arguments: `cwd` must be a non-empty relative path string",
+        ),
+        (
+            {"command": "true", "timeout_ms": 0},
+            "invalid arguments: `timeout_ms` must be an integer >= 1",
+        ),
+        (
+            {"command": "true", "timeout_ms": 1.5},
+            "invalid arguments: `timeout_ms` must be an integer >= 1",
+        ),
+        (
+            {"command": "true", "timeout_ms": True},
+            "invalid arguments: `timeout_ms` must be an integer >= 1",
+        ),
+        (
+            {"command": "true", "timeout_ms": "100"},
+            "invalid arguments: `timeout_ms` must be an integer >= 1",
+        ),
+        (
+            {"command": "true", "shell": "zsh"},
+            "invalid arguments: unknown argument(s); allowed: command, cwd, timeout_ms",
+        ),
+    ],
+)
+async def test_invalid_input_is_a_tool_failure_and_starts_nothing(
+    workspace: Path, process_leak_guard: list[int], arguments: dict[str, Any], message: str
+) -> None:
+    states: list[ProcessState] = []
+    with anyio.fail_after(30):
+        outcome = await make_tool(states).call(arguments, make_context(workspace))
+    assert outcome == ToolOutcome(message, is_error=True)
+    assert states == ["validating", "failed"]
+    assert process_leak_guard == []
+
+
+def test_timeout_defaults_to_120_s_and_is_clamped_to_600_s() -> None:
+    assert parse_process_arguments({"command": "x"}).timeout_ms == DEFAULT_TIMEOUT_MS == 120_000
+    assert parse_process_arguments({"command": "x", "timeout_ms": None}).timeout_ms == 120_000
+    assert parse_process_arguments({"command": "x", "timeout_ms": 1}).timeout_ms == 1
+    clamped = parse_process_arguments({"command": "x", "timeout_ms": 10**9})
+    assert clamped.timeout_ms == MAX_TIMEOUT_MS == 600_000
+
+
+async def test_spawn_failure_is_a_tool_failure(workspace: Path) -> None:
+    states: list[ProcessState] = []
+    with anyio.fail_after(30):
+        outcome = await make_tool(states).call(
+            {"command": "true"}, make_context(workspace, shell=str(workspace / "no-such-shell"))
+        )
+    assert outcome == ToolOutcome(
+        "process_execute could not start the shell (not-found)", is_error=True
+    )
+    assert states == ["validating", "starting", "failed"]
+
+
+async def test_no_shell_is_an_unavailable_backend(workspace: Path) -> None:
+    with anyio.fail_after(30):
+        outcome = await make_tool().call({"command": "true"}, make_context(workspace, shell=None))
+    assert outcome == ToolOutcome(
+        "process_execute is unavailable: no shell was found", is_error=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            {"runtime": "opencode"},
+            "process_execute refused: only the direct model runtime has this tool",
+        ),
+        (
+            {"space": "ssh"},
+            "process_execute refused: commands run only in the local execution space",
+        ),
+        ({"mode": "ask"}, "process_execute refused: the request is in ask mode"),
+        (
+            {"tool_names": ("read_file",)},
+            "process_execute refused: the tool is not enabled for this request",
+        ),
+        ({"state": "cancelling"}, "process_execute refused: the request is no longer active"),
+        ({"state": "terminal"}, "process_execute refused: the request is no longer active"),
+    ],
+)
+async def test_stale_or_forged_calls_are_rejected(
+    workspace: Path, process_leak_guard: list[int], overrides: dict[str, Any], message: str
+) -> None:
+    with anyio.fail_after(30):
+        outcome = await make_tool().call(
+            {"command": "touch made"}, make_context(workspace, **overrides)
+        )
+    assert outcome == ToolOutcome(message, is_error=True)
+    assert process_leak_guard == []
+    assert not (workspace / "made").exists()
+
+
+async def test_timeout_terminates_the_tree_and_keeps_output_so_far(workspace: Path) -> None:
+    states: list[ProcessState] = []
+    command = "echo before; sleep 1000 & sleep 1000"
+    with anyio.fail_after(30):
+        outcome = await make_tool(states).call(
+            {"command": command, "timeout_ms": 300}, make_context(workspace)
+        )
+    assert outcome.is_error is True
+    assert result_of(outcome) == plain("timed_out", "before\n", exit_code=None, signal="SIGTERM")
+    assert states == ["validating", "starting", "running", "terminating", "timed_out"]
+
+
+async def test_parent_cancel_terminates_the_tree_and_wins_over_the_late_close(
+    workspace: Path,
+) -> None:
+    states: list[ProcessState] = []
+    cancel = CancelSignal()
+    command = "sleep 1000 & echo up; touch ready; sleep 1000"
+    result: list[ToolOutcome] = []
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                result.append(await make_tool(states).call({"command": command}, context))
+
+            context = make_context(workspace, cancel=cancel)
+            tg.start_soon(run)
+            await wait_for_file(workspace / "ready")
+            cancel.cancel()
+    assert result_of(result[0]) == plain("cancelled", "up\n", exit_code=None, signal="SIGTERM")
+    assert states == ["validating", "starting", "running", "terminating", "cancelled"]
+
+
+async def test_a_command_ignoring_sigterm_is_killed(workspace: Path) -> None:
+    command = "trap '' TERM; echo armed; sleep 1000 & wait"
+    with anyio.fail_after(30):
+        outcome = await make_tool().call(
+            {"command": command, "timeout_ms": 300}, make_context(workspace)
+        )
+    assert result_of(outcome) == plain("timed_out", "armed\n", exit_code=None, signal="SIGKILL")
+
+
+# --- background jobs, escaped grandchildren and stdin -----------------------------------------
+
+
+async def test_a_background_job_holding_stdout_does_not_hang_a_finished_command(
+    workspace: Path,
+) -> None:
+    with anyio.fail_after(30):
+        outcome = await make_tool().call(
+            {"command": "sleep 1000 & echo done"}, make_context(workspace)
+        )
+    assert result_of(outcome) == plain("completed", "done\n")
+
+
+async def test_a_setsid_grandchild_holding_stdout_is_found_and_killed(workspace: Path) -> None:
+    with anyio.fail_after(30):
+        outcome = await make_tool().call(
+            {"command": "setsid sleep 1000 & echo done"}, make_context(workspace)
+        )
+    assert result_of(outcome) == plain("completed", "done\n")
+
+
+async def test_timeout_with_a_setsid_grandchild_holding_stdout(workspace: Path) -> None:
+    command = "setsid sleep 1000 & touch ready; sleep 1000"
+    with anyio.fail_after(30):
+        outcome = await make_tool().call(
+            {"command": command, "timeout_ms": 300}, make_context(workspace)
+        )
+    assert result_of(outcome) == plain("timed_out", exit_code=None, signal="SIGTERM")
+
+
+async def test_cancel_with_a_setsid_grandchild_holding_stdout(workspace: Path) -> None:
+    cancel = CancelSignal()
+    command = "setsid sleep 1000 & sleep 1000 & touch ready; wait"
+    result: list[ToolOutcome] = []
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                result.append(await make_tool().call({"command": command}, context))
+
+            context = make_context(workspace, cancel=cancel)
+            tg.start_soon(run)
+            await wait_for_file(workspace / "ready")
+            cancel.cancel()
+    assert result_of(result[0]) == plain("cancelled", exit_code=None, signal="SIGTERM")
+
+
+async def test_stdin_is_empty_so_a_reading_command_finishes(workspace: Path) -> None:
+    with anyio.fail_after(30):
+        outcome = await make_tool().call(
+            {"command": 'cat; read -r line; echo "[$line]"'}, make_context(workspace)
+        )
+    assert result_of(outcome) == plain("completed", "[]\n")
+
+
+async def test_a_stdin_reader_that_then_hangs_times_out_promptly(workspace: Path) -> None:
+    with anyio.fail_after(30):
+        outcome = await make_tool().call(
+            {"command": "cat - ; sleep 1000", "timeout_ms": 300}, make_context(workspace)
+        )
+    assert result_of(outcome) == plain("timed_out", exit_code=None, signal="SIGTERM")
+
+
+async def test_cancel_after_the_command_finished_keeps_completed(
+    workspace: Path, process_leak_guard: list[int]
+) -> None:
+    """Exit was committed first; a cancel during the bounded drain only cleans up."""
+    cancel = CancelSignal()
+    result: list[ToolOutcome] = []
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                tool = make_tool(drain_grace_seconds=60.0)
+                result.append(await tool.call({"command": "sleep 1000 & echo done"}, context))
+
+            context = make_context(workspace, cancel=cancel)
+            tg.start_soon(run)
+            await poll_until(lambda: bool(process_leak_guard))
+            leader = process_leak_guard[0]
+            # Reaped by the event loop: the exit is committed before the cancel arrives.
+            await poll_until(lambda: not psutil.pid_exists(leader))
+            cancel.cancel()
+    assert result_of(result[0]) == plain("completed", "done\n")
+
+
+def test_precedence_cancel_over_timeout_over_output_over_exit() -> None:
+    for offered, expected in [
+        (["exit", "timeout", "cancel"], "cancel"),
+        (["exit", "timeout"], "timeout"),
+        (["exit", "output"], "output"),
+        (["exit"], "exit"),
+    ]:
+        verdict = _Verdict()
+        for reason in offered:
+            verdict.offer(reason)  # type: ignore[arg-type]
+        assert verdict.commit() == expected
+    verdict = _Verdict()
+    verdict.offer("exit")
+    assert verdict.commit() == "exit"
+    verdict.offer("cancel")
+    assert verdict.commit() == "exit"
+
+
+# --- working directory table ------------------------------------------------------------------
+
+
+async def run_in(workspace: Path, cwd: str | None) -> ToolOutcome:
+    arguments: dict[str, Any] = {"command": "pwd -P"}
+    if cwd is not None:
+        arguments["cwd"] = cwd
+    with anyio.fail_after(30):
+        return await make_tool().call(arguments, make_context(workspace))
+
+
+async def test_cwd_absent_is_the_workspace_root(workspace: Path) -> None:
+    assert result_of(await run_in(workspace, None)) == plain("completed", f"{workspace}\n")
+
+
+async def test_cwd_dot_is_the_workspace_root(workspace: Path) -> None:
+    assert result_of(await run_in(workspace, ".")) == plain("completed", f"{workspace}\n")
+
+
+async def test_cwd_relative_subdirectory_resolves_inside(workspace: Path) -> None:
+    (workspace / "a" / "b").mkdir(parents=True)
+    expected = plain("completed", f"{workspace / 'a' / 'b'}\n", cwd="a/b")
+    assert result_of(await run_in(workspace, "a/b")) == expected
+    assert result_of(await run_in(workspace, "a/../a/b")) == expected
+
+
+async def test_cwd_symlink_inside_the_workspace_is_followed(workspace: Path) -> None:
+    (workspace / "real").mkdir()
+    (workspace / "link").symlink_to(workspace / "real")
+    expected = plain("completed", f"{workspace / 'real'}\n", cwd="real")
+    assert result_of(await run_in(workspace, "link")) == expected
+
+
+@pytest.mark.parametrize(
+    ("cwd", "message"),
+    [
+        ("/tmp", "cwd refused: it must be relative to the workspace root"),
+        ("..", "cwd refused: it leaves the workspace"),
+        ("a/../../ws-sibling", "cwd refused: it leaves the workspace"),
+        ("outside-link", "cwd refused: it leaves the workspace"),
+        ("missing", "cwd refused: it does not exist"),
+        ("file.txt", "cwd refused: it is not a directory"),
+    ],
+)
+async def test_cwd_refusals_are_tool_failures(
+    workspace: Path, process_leak_guard: list[int], cwd: str, message: str
+) -> None:
+    (workspace / "a").mkdir()
+    (workspace.parent / "ws-sibling").mkdir()
+    (workspace / "outside-link").symlink_to(workspace.parent / "ws-sibling")
+    (workspace / "file.txt").write_text("x")
+    assert await run_in(workspace, cwd) == ToolOutcome(message, is_error=True)
+    assert process_leak_guard == []
+
+
+async def test_workspace_replaced_since_the_request_began_is_refused(
+    workspace: Path, process_leak_guard: list[int]
+) -> None:
+    context = make_context(workspace)
+    os.rename(workspace, workspace.parent / "moved")
+    os.mkdir(workspace)
+    with anyio.fail_after(30):
+        outcome = await make_tool().call({"command": "touch made"}, context)
+    assert outcome == ToolOutcome(
+        "cwd refused: the workspace changed since the request began", is_error=True
+    )
+    assert process_leak_guard == []
+    assert not (workspace / "made").exists()
+
+
+# --- environment ------------------------------------------------------------------------------
+
+
+async def test_the_command_runs_non_interactive_with_secrets_scrubbed(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOME_API_KEY", "secret")
+    monkeypatch.setenv("PAGER", "less")
+    command = (
+        'echo "$PAGER|$GIT_PAGER|$GIT_TERMINAL_PROMPT|$EDITOR|$VISUAL|${SOME_API_KEY-unset}"; '
+        "test -t 0 || echo no-tty"
+    )
+    with anyio.fail_after(30):
+        outcome = await make_tool().call({"command": command}, make_context(workspace))
+    assert result_of(outcome) == plain("completed", "cat|cat|0|true|true|unset\nno-tty\n")
+
+
+# --- bounded output ---------------------------------------------------------------------------
+
+
+def python_print(expression: str) -> str:
+    """A command writing the bytes `expression` evaluates to, unbuffered."""
+    return f'{sys.executable} -c "import sys; sys.stdout.buffer.write({expression})"'
+
+
+async def test_long_output_keeps_head_and_tail_with_the_omitted_count(workspace: Path) -> None:
+    command = python_print("b'a' * 20000 + b'b' * 20000")
+    with anyio.fail_after(30):
+        outcome = await make_tool().call({"command": command}, make_context(workspace))
+    data = result_of(outcome)
+    assert data["stdout"] == "a" * 16384 + "\n[… 7232 bytes omitted …]\n" + "b" * 16384
+    assert data["stdoutTotalBytes"] == 40000
+    assert data["stdoutOmitted"] == [16384, 23616]
+    assert data["stderrOmitted"] is None
+
+
+async def test_cuts_never_split_a_utf8_character(workspace: Path) -> None:
+    command = python_print("'€'.encode() * 20000")
+    with anyio.fail_after(30):
+        outcome = await make_tool().call({"command": command}, make_context(workspace))
+    data = result_of(outcome)
+    assert data["stdout"] == "€" * 5461 + "\n[… 27234 bytes omitted …]\n" + "€" * 5461
+    assert data["stdoutTotalBytes"] == 60000
+    assert data["stdoutOmitted"] == [16383, 43617]
+
+
+async def test_undecodable_bytes_become_replacement_characters(workspace: Path) -> None:
+    with anyio.fail_after(30):
+        outcome = await make_tool().call(
+            {"command": r"printf '\377\376ok'"}, make_context(workspace)
+        )
+    data = result_of(outcome)
+    assert data["stdout"] == "\ufffd\ufffdok"
+    assert data["stdoutTotalBytes"] == 4
+
+
+async def test_a_gigabyte_flood_keeps_memory_bounded(workspace: Path) -> None:
+    me = psutil.Process()
+    baseline = me.memory_info().rss
+    peak = baseline
+    finished = anyio.Event()
+
+    async def sample() -> None:
+        nonlocal peak
+        while not finished.is_set():
+            peak = max(peak, me.memory_info().rss)
+            with anyio.move_on_after(0.02):
+                await finished.wait()
+
+    total = 1_000_000_000
+    with anyio.fail_after(110):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sample)
+            outcome = await make_tool().call(
+                {"command": f"yes | head -c {total}"}, make_context(workspace)
+            )
+            finished.set()
+    assert peak - baseline < 200 * 1024 * 1024
+    data = result_of(outcome)
+    omitted = total - 2 * 16384
+    assert data["stdout"] == "y\n" * 8192 + f"\n[… {omitted} bytes omitted …]\n" + "y\n" * 8192
+    assert data["stdoutTotalBytes"] == total
+    assert data["stdoutOmitted"] == [16384, total - 16384]
+    assert data["status"] == "completed"
