@@ -1,0 +1,416 @@
+"""One ACP child run: spawn, handshake, prompt, settle, tear down.
+
+A run's whole life is one owner task (started by `ACPRun.open`): it owns the managed process
+and the SDK connection from spawn to the end of the ladder, so every resource has exactly one
+owner even though `start`, `result` and `dispose` are called by the holder from other tasks.
+The holder and the owner talk only through events: readiness, settlement, a stop request and
+"done".
+
+Every request is raced against the process exiting, the request's cancel signal and the stop
+request; the SDK's own waits are never trusted to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, Literal, TypeVar
+
+import anyio
+from subagent_core import (
+    ManagedProcess,
+    SpawnError,
+    StopReason,
+    SubagentRequest,
+    SubagentResult,
+    SubagentRun,
+    SubagentStartError,
+    child_env,
+    compose_start_error,
+    new_run_id,
+    open_managed_process,
+    permission_line,
+    safe_tool_kind,
+)
+
+from ._bridge import FramedTransport, Session, classify_error, spawn_owner
+from ._config import ACPConfig
+from ._facts import Failure, Stage, map_stop_reason, result_diagnostic, teardown_line
+
+_log = logging.getLogger("subagent_acp")
+
+OUTCOME_WAIT_SECONDS = 1.0
+"""How long a lost connection waits for the process outcome before it is classified."""
+
+_CANCEL_NOTIFY_SECONDS = 1.0
+"""Bound on the best-effort `session/cancel` (a child not reading stdin blocks the write)."""
+
+_CLOSE_SECONDS = 1.0
+
+_ALLOW_KINDS = ("allow_once", "allow_always")
+
+# The per-stage category for a schema-invalid answer or any other unexpected exception.
+_UNEXPECTED: dict[Stage, Literal["transport", "protocol", "unknown"]] = {
+    "initialize": "transport",
+    "new-session": "protocol",
+    "prompt": "unknown",
+}
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class _Raced(Generic[T]):
+    """Which contender of a race finished first."""
+
+    kind: Literal["value", "error", "exit", "cancel"]
+    value: T | None = None
+    error: Exception | None = None
+
+
+def first_allow_option(options: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+    """The first `(option id, kind)` whose kind is `allow_once` or `allow_always`."""
+    for option_id, kind in options:
+        if kind in _ALLOW_KINDS:
+            return option_id, kind
+    return None
+
+
+class ACPRun(SubagentRun):
+    """A published ACP child; `result()` never raises for child failure."""
+
+    def __init__(self, config: ACPConfig, request: SubagentRequest, cwd: Path) -> None:
+        self.id = new_run_id()
+        self._config = config
+        self._request = request
+        self._cwd = cwd
+        self._proc: ManagedProcess | None = None
+        self._session: Session | None = None
+        self._session_id: str | None = None
+        self._stage: Stage = "initialize"
+        self._output: list[str] = []
+        self._permission: str | None = None
+        self._result: SubagentResult | None = None
+        self._start_error: SubagentStartError | None = None
+        self._start_cause: BaseException | None = None
+        self._teardown_line: str | None = None
+        self._disposed = False
+        self._dispose_text: str | None = None
+        self._ready = anyio.Event()
+        self._settled = anyio.Event()
+        self._stop = anyio.Event()
+        self._done = anyio.Event()
+        self._owner: asyncio.Task[None] | None = None
+        graces = (
+            config.dispose_eof_grace_seconds
+            + config.dispose_grace_seconds
+            + config.dispose_kill_grace_seconds
+        )
+        # The ladder may run twice (once by us, once more by the process block if the tree
+        # was not confirmed gone), plus the bounded notify/close steps.
+        self._dispose_bound = 2 * graces + _CANCEL_NOTIFY_SECONDS + _CLOSE_SECONDS + 3.0
+
+    # -- holder side ---------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Starts the owner and waits until the child is ready.
+
+        Raises:
+            SubagentStartError: the child could not start; its tree was torn down first.
+        """
+        self._owner = spawn_owner(self._own)
+        try:
+            await self._ready.wait()
+        except BaseException:
+            # Our caller was cancelled mid-start: roll back before letting the cancel through.
+            with anyio.CancelScope(shield=True):
+                self._stop.set()
+                with anyio.move_on_after(self._dispose_bound):
+                    await self._done.wait()
+            raise
+        if self._start_error is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self._dispose_bound):
+                await self._done.wait()
+            raise self._start_error from self._start_cause
+
+    async def result(self) -> SubagentResult:
+        if self._result is None:
+            async with anyio.create_task_group() as tg:
+
+                async def settle_on_cancel() -> None:
+                    await self._request.cancel.wait()
+                    self._settle("aborted", None)
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(settle_on_cancel)
+                await self._settled.wait()
+                tg.cancel_scope.cancel()
+        assert self._result is not None
+        return self._result
+
+    async def dispose(self) -> str | None:
+        with anyio.CancelScope(shield=True):
+            self._settle("aborted", None)
+            self._stop.set()
+            with anyio.move_on_after(self._dispose_bound):
+                await self._done.wait()
+            if not self._disposed:
+                self._disposed = True
+                if self._done.is_set():
+                    self._dispose_text = self._teardown_line
+                else:
+                    _log.warning("ACP run %s: teardown did not finish in time", self.id)
+                    outcome = None if self._proc is None else self._proc.outcome
+                    self._dispose_text = teardown_line(self._config.provider_name, outcome)
+            return self._dispose_text
+
+    # -- client callbacks (called by the SDK inside the owner's connection) ----------------
+
+    def add_text(self, text: str) -> None:
+        if self._result is None:
+            self._output.append(text)
+
+    def decide_permission(
+        self, tool_kind: str | None, options: Sequence[tuple[str, str]]
+    ) -> str | None:
+        policy = self._config.permission
+        choice = first_allow_option(options) if policy == "allow" else None
+        if self._result is None:
+            decision = "cancelled" if choice is None else choice[1]
+            self._permission = permission_line(policy, safe_tool_kind(tool_kind), decision)
+        return None if choice is None else choice[0]
+
+    # -- settlement ------------------------------------------------------------------------
+
+    def _settle(self, stop_reason: StopReason, diagnostic: str | None) -> None:
+        if self._result is None:
+            self._result = SubagentResult(
+                stop_reason=stop_reason, output="".join(self._output), diagnostic=diagnostic
+            )
+            self._settled.set()
+
+    def _settle_facts(self, stop_reason: StopReason, failure: Failure | None) -> None:
+        name = self._config.provider_name
+        self._settle(stop_reason, result_diagnostic(name, stop_reason, failure, self._permission))
+
+    # -- owner side ------------------------------------------------------------------------
+
+    async def _own(self) -> None:
+        try:
+            try:
+                async with open_managed_process(
+                    self._config.argv,
+                    cwd=self._cwd,
+                    env=child_env(self._config.env),
+                    stdin="pipe",
+                    stdout="pipe",
+                    stderr="inherit",
+                    eof_grace_seconds=self._config.dispose_eof_grace_seconds,
+                    term_grace_seconds=self._config.dispose_grace_seconds,
+                    kill_grace_seconds=self._config.dispose_kill_grace_seconds,
+                ) as proc:
+                    self._proc = proc
+                    await self._drive(proc)
+            except SpawnError as error:
+                if self._proc is not None:
+                    raise
+                _log.info("ACP run %s: could not spawn the child (%s)", self.id, error.reason)
+                self._fail_start(Failure("process", "process-start"), None, error)
+        except Exception as error:
+            # A bug of ours must neither hang nor crash the parent: settle with safe facts.
+            _log.exception("ACP run %s: unexpected failure", self.id)
+            failure = Failure(self._stage, _UNEXPECTED.get(self._stage, "unknown"))
+            if not self._ready.is_set():
+                self._fail_start(failure, None, error)
+            else:
+                self._settle_facts("error", failure)
+        finally:
+            if not self._ready.is_set():
+                self._fail_start(
+                    Failure(self._stage, _UNEXPECTED.get(self._stage, "unknown")), None, None
+                )
+            self._settle("aborted", None)
+            self._done.set()
+
+    def _fail_start(
+        self,
+        failure: Failure | None,
+        cleanup_line: str | None,
+        cause: BaseException | None,
+        *,
+        cancelled: bool = False,
+    ) -> None:
+        if self._ready.is_set():
+            return
+        startup = None if failure is None else failure.line(self._config.provider_name)
+        self._start_error = compose_start_error(
+            "ACP", cancelled=cancelled, startup_line=startup, cleanup_line=cleanup_line
+        )
+        self._start_cause = cause
+        self._ready.set()
+
+    async def _drive(self, proc: ManagedProcess) -> None:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        session = Session(
+            self, FramedTransport(proc.stdin, proc.stdout, self._config.max_frame_bytes)
+        )
+        self._session = session
+        try:
+            failure, cause, cancelled = await self._handshake(session)
+            if failure is not None or cancelled:
+                gone = await self._teardown(proc, session)
+                cleanup = None if gone else teardown_line(self._config.provider_name, proc.outcome)
+                self._fail_start(failure, cleanup, cause, cancelled=cancelled)
+                return
+            self._ready.set()
+            await self._prompt(session)
+            await self._stop.wait()
+            gone = await self._teardown(proc, session)
+            if not gone:
+                self._teardown_line = teardown_line(self._config.provider_name, proc.outcome)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_SECONDS):
+                await session.close()
+
+    async def _handshake(
+        self, session: Session
+    ) -> tuple[Failure | None, BaseException | None, bool]:
+        self._stage = "initialize"
+        raced = await self._race(session.initialize)
+        if raced.kind == "cancel":
+            return None, None, True
+        if raced.kind != "value":
+            return self._failure("initialize", raced), raced.error, False
+        self._stage = "new-session"
+        raced_id = await self._race(lambda: session.new_session(str(self._cwd)))
+        if raced_id.kind == "cancel":
+            return None, None, True
+        if raced_id.kind != "value":
+            return self._failure("new-session", raced_id), raced_id.error, False
+        session_id = raced_id.value
+        if not isinstance(session_id, str) or session_id == "":
+            _log.info("ACP run %s: the child returned no usable session id", self.id)
+            return Failure("new-session", "protocol"), None, False
+        self._session_id = session_id
+        return None, None, False
+
+    async def _prompt(self, session: Session) -> None:
+        self._stage = "prompt"
+        session_id = self._session_id
+        assert session_id is not None
+        raced = await self._race(lambda: session.prompt(session_id, self._request.prompt))
+        if raced.kind == "cancel":
+            self._settle("aborted", None)
+            await self._notify_cancel(session, session_id)
+            return
+        if raced.kind == "value":
+            stop_reason, failure = map_stop_reason(raced.value)
+            if stop_reason == "aborted" and self._request.cancel.cancelled:
+                self._settle("aborted", None)  # we asked: a local cancel, not a remote abort
+            else:
+                self._settle_facts(stop_reason, failure)
+            return
+        self._settle_facts("error", self._failure("prompt", raced))
+
+    async def _notify_cancel(self, session: Session, session_id: str) -> None:
+        """Best-effort `session/cancel`: the SDK sends nothing when a request is abandoned."""
+        with anyio.move_on_after(_CANCEL_NOTIFY_SECONDS):
+            try:
+                await session.cancel(session_id)
+            except Exception as error:
+                _log.debug("ACP run %s: session/cancel was not delivered", self.id, exc_info=error)
+
+    async def _teardown(self, proc: ManagedProcess, session: Session) -> bool:
+        """The managed ladder; keeps stdout drained so a child blocked on it can exit."""
+        config = self._config
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as tg:
+                if session.transport.overflowed:
+                    tg.start_soon(session.transport.discard_rest)
+                gone = await proc.terminate(
+                    config.dispose_eof_grace_seconds,
+                    config.dispose_grace_seconds,
+                    config.dispose_kill_grace_seconds,
+                )
+                tg.cancel_scope.cancel()
+        if not gone:
+            _log.warning("ACP run %s: the process tree is not confirmed gone", self.id)
+        return gone
+
+    def _failure(self, stage: Stage, raced: _Raced[T]) -> Failure:
+        """Classifies a lost race by the rules of the diagnostics spec."""
+        proc = self._proc
+        assert proc is not None
+        exit_stage: Stage = "process" if stage == "prompt" else stage
+        if raced.kind == "exit":
+            _log.info("ACP run %s: the child exited during %s", self.id, stage)
+            return Failure(exit_stage, "process-exit", outcome=proc.outcome)
+        error = raced.error
+        assert error is not None
+        _log.info("ACP run %s: %s failed", self.id, stage, exc_info=error)
+        session = self._session
+        if session is not None and session.transport.overflowed:
+            return Failure(stage, "transport")
+        kind = classify_error(error)
+        if kind in ("rpc-error", "frame-too-long"):
+            return Failure(stage, "transport")
+        if kind == "connection-lost":
+            outcome = proc.outcome
+            if outcome is not None:
+                return Failure(exit_stage, "process-exit", outcome=outcome)
+            return Failure(stage, "transport")
+        return Failure(stage, _UNEXPECTED.get(stage, "unknown"))
+
+    async def _race(self, operation: Callable[[], Awaitable[T]]) -> _Raced[T]:
+        """Runs `operation` against process exit, the cancel signal and the stop request."""
+        proc = self._proc
+        assert proc is not None
+        finished: list[_Raced[T]] = []
+        operation_done = anyio.Event()
+
+        async with anyio.create_task_group() as tg:
+
+            def finish(raced: _Raced[T]) -> None:
+                if not finished:
+                    finished.append(raced)
+                    tg.cancel_scope.cancel()
+
+            async def run_operation() -> None:
+                try:
+                    value = await operation()
+                except Exception as error:
+                    operation_done.set()
+                    if classify_error(error) == "connection-lost":
+                        # Wait for the process outcome before the failure is classified.
+                        with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
+                            await proc.wait()
+                    finish(_Raced("error", error=error))
+                    return
+                operation_done.set()
+                finish(_Raced("value", value))
+
+            async def watch_exit() -> None:
+                await proc.wait()
+                # A reply written just before exiting is still delivered (EOF ends the wait
+                # early; a grandchild holding stdout open cannot stretch it past the bound).
+                with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
+                    await operation_done.wait()
+                finish(_Raced("exit"))
+
+            async def watch_cancel() -> None:
+                await self._request.cancel.wait()
+                finish(_Raced("cancel"))
+
+            async def watch_stop() -> None:
+                await self._stop.wait()
+                finish(_Raced("cancel"))
+
+            tg.start_soon(run_operation)
+            tg.start_soon(watch_exit)
+            tg.start_soon(watch_cancel)
+            tg.start_soon(watch_stop)
+        return finished[0]

@@ -1,0 +1,481 @@
+"""The scripted fake ACP agent: a real child process speaking ACP on stdio.
+
+It uses only the standard library so it starts in a few milliseconds (importing `acp` costs
+about a second); the package tests drive it with the SDK's own client to prove its frames are
+valid ACP. It is single-threaded: one loop reads stdin line by line, and a prompt's work is a
+generator that pauses whenever it waits for the client's answer to a request it sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Generator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+SCRIPT_ENV = "ACP_FAKE_SCRIPT"
+"""Environment variable holding the whole scenario as a JSON object."""
+SCRIPT_FILE_ENV = "ACP_FAKE_SCRIPT_FILE"
+"""Environment variable naming a file that holds the scenario as a JSON object."""
+KNOB_ENV_PREFIX = "ACP_FAKE_"
+"""`ACP_FAKE_<KNOB>` sets one knob (value parsed as JSON, else taken as a string)."""
+
+STAGES = ("initialize", "new_session", "prompt", "cancel")
+MARKER_POINTS = ("start", "initialize", "new_session", "prompt", "cancel", "eof")
+
+KNOBS = frozenset(
+    {
+        "text",
+        "chunks",
+        "stop_reason",
+        "session_id",
+        "omit_session_id",
+        "results",
+        "permission",
+        "thought",
+        "tool_call",
+        "plan",
+        "image_chunk",
+        "echo_cwd",
+        "echo_session_cwd",
+        "echo_env",
+        "probe_requests",
+        "hang_at",
+        "ignore_cancel",
+        "crash",
+        "error",
+        "ignore_eof",
+        "trap_sigterm",
+        "eof_marker",
+        "markers",
+        "stderr",
+        "inject",
+        "huge_chunk_bytes",
+        "grandchild",
+        "grandchild_setsid",
+    }
+)
+
+Message = dict[str, Any]
+Flow = Generator[int, Message, None]
+"""A prompt's work: yields the id of a request it sent, receives the client's answer."""
+
+
+class ScriptError(ValueError):
+    """The scenario is not a JSON object of known knobs."""
+
+
+def load_script(argv: list[str], environ: Mapping[str, str]) -> dict[str, Any]:
+    """Builds the scenario: `--script FILE` or `--script-json TEXT`, else `ACP_FAKE_SCRIPT` /
+    `ACP_FAKE_SCRIPT_FILE`, then `ACP_FAKE_<KNOB>` variables laid over it."""
+    script: dict[str, Any] = {}
+    text: str | None = None
+    args = list(argv)
+    while args:
+        flag = args.pop(0)
+        if flag in ("--script", "--script-json") and args:
+            value = args.pop(0)
+            text = Path(value).read_text("utf-8") if flag == "--script" else value
+        else:
+            raise ScriptError(f"unknown argument {flag!r}")
+    if text is None and environ.get(SCRIPT_FILE_ENV):
+        text = Path(environ[SCRIPT_FILE_ENV]).read_text("utf-8")
+    if text is None and environ.get(SCRIPT_ENV):
+        text = environ[SCRIPT_ENV]
+    if text is not None:
+        loaded: object = json.loads(text)
+        if not isinstance(loaded, dict):
+            raise ScriptError("the script must be a JSON object")
+        script.update(loaded)  # pyright: ignore[reportUnknownArgumentType]
+    for name, raw in environ.items():
+        if not name.startswith(KNOB_ENV_PREFIX) or name in (SCRIPT_ENV, SCRIPT_FILE_ENV):
+            continue
+        knob = name[len(KNOB_ENV_PREFIX) :].lower()
+        try:
+            script[knob] = json.loads(raw)
+        except ValueError:
+            script[knob] = raw
+    unknown = sorted(set(script) - KNOBS)
+    if unknown:
+        raise ScriptError(f"unknown knobs: {', '.join(unknown)}")
+    return script
+
+
+def _split(text: str, count: int) -> list[str]:
+    count = max(1, count)
+    if not text:
+        return []
+    size, extra = divmod(len(text), count)
+    pieces: list[str] = []
+    start = 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        if end > start:
+            pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+class FakeChild:
+    """One scripted agent process."""
+
+    def __init__(self, script: Mapping[str, Any], stdin: IO[bytes], stdout: IO[bytes]) -> None:
+        self._script = script
+        self._in = stdin
+        self._out = stdout
+        self._next_id = 1000
+        self._session_cwd: str | None = None
+        self._session_id = "fake-session-1"
+        self._prompt_id: object = None
+        self._flow: Flow | None = None
+        self._waiting_for: int | None = None
+        self._grandchild: subprocess.Popen[bytes] | None = None
+
+    # -- wire ------------------------------------------------------------------------------
+
+    def _write(self, data: bytes) -> None:
+        self._out.write(data)
+
+    def _send(self, message: Message) -> None:
+        message = {"jsonrpc": "2.0", **message}
+        self._write(json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n")
+
+    def _flush(self) -> None:
+        self._out.flush()
+
+    def _respond(self, request_id: object, result: object) -> None:
+        self._send({"id": request_id, "result": result})
+
+    def _respond_error(
+        self, request_id: object, code: int, message: str, data: object = None
+    ) -> None:
+        error: Message = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self._send({"id": request_id, "error": error})
+
+    def _update(self, update: Message) -> None:
+        params = {"sessionId": self._session_id, "update": update}
+        self._send({"method": "session/update", "params": params})
+
+    def _chunk(self, text: str) -> None:
+        self._update(
+            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+        )
+
+    def _request(self, method: str, params: object) -> int:
+        self._next_id += 1
+        self._send({"id": self._next_id, "method": method, "params": params})
+        return self._next_id
+
+    # -- scripted hooks ----------------------------------------------------------------------
+
+    def _marker(self, point: str) -> None:
+        markers: object = self._script.get("markers", [])
+        if isinstance(markers, dict):
+            markers = [markers]
+        for item in markers if isinstance(markers, list) else []:  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(item, dict) and item.get("at", "start") == point:  # pyright: ignore[reportUnknownMemberType]
+                Path(str(item["path"])).write_text(str(item.get("text", point)), "utf-8")  # pyright: ignore[reportUnknownArgumentType]
+
+    def _inject(self, point: str) -> None:
+        for item in self._script.get("inject", []):
+            if item.get("at") != point:
+                continue
+            kind = item.get("kind", "malformed")
+            if kind == "malformed":
+                self._write(b'{"jsonrpc": "2.0", "method": "session/update", "params": {\n')
+            elif kind == "non_utf8":
+                self._write(
+                    b'{"jsonrpc":"2.0","method":"\xff\xfe\x80"}\n\xc3\x28 garbage \xa0\xa1\n'
+                )
+            elif kind == "garbage":
+                self._write(b"Traceback (most recent call last): not json at all\n[1,2,3]\n42\n")
+            elif kind == "huge_garbage":
+                self._write(b"x" * int(item.get("bytes", 1_000_000)) + b"\n")
+            elif kind == "raw":
+                self._write(str(item.get("line", "")).encode("utf-8") + b"\n")
+            elif kind == "unknown_request":
+                self._request(str(item.get("method", "vendor/unknown")), {"x": 1})
+        self._flush()
+
+    def _crash(self, point: str) -> None:
+        crash = self._script.get("crash")
+        if not isinstance(crash, dict) or crash.get("at") != point:  # pyright: ignore[reportUnknownMemberType]
+            return
+        self._flush()
+        name = crash.get("signal")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if isinstance(name, str):
+            os.kill(os.getpid(), getattr(signal, name))
+            threading.Event().wait(10)
+        os._exit(int(crash.get("exit_code", 1)))  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+
+    def _scripted_error(self, point: str, request_id: object) -> bool:
+        error = self._script.get("error")
+        if not isinstance(error, dict) or error.get("at") != point:  # pyright: ignore[reportUnknownMemberType]
+            return False
+        self._respond_error(
+            request_id,
+            int(error.get("code", -32000)),  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+            str(error.get("message", "Authentication required")),  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+            error.get("data"),  # pyright: ignore[reportUnknownMemberType]
+        )
+        return True
+
+    def _enter(self, point: str, request_id: object) -> bool:
+        """Runs the hooks of a stage; False when the request must not be answered now."""
+        self._marker(point)
+        self._inject(point)
+        self._crash(point)
+        if self._scripted_error(point, request_id):
+            return False
+        return self._script.get("hang_at") != point or point == "prompt"
+
+    def _result_for(self, point: str, default: object) -> object:
+        results = self._script.get("results", {})
+        return results[point] if isinstance(results, dict) and point in results else default
+
+    # -- methods -----------------------------------------------------------------------------
+
+    def _on_initialize(self, request_id: object) -> None:
+        if self._enter("initialize", request_id):
+            default = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
+            self._respond(request_id, self._result_for("initialize", default))
+
+    def _on_new_session(self, request_id: object, params: Message) -> None:
+        cwd = params.get("cwd")
+        self._session_cwd = cwd if isinstance(cwd, str) else None
+        if not self._enter("new_session", request_id):
+            return
+        result: Message = {}
+        if not self._script.get("omit_session_id"):
+            result["sessionId"] = self._script.get("session_id", self._session_id)
+        if isinstance(result.get("sessionId"), str):
+            self._session_id = result["sessionId"]
+        self._respond(request_id, self._result_for("new_session", result))
+
+    def _on_prompt(self, request_id: object) -> None:
+        self._prompt_id = request_id
+        if not self._enter("prompt", request_id):
+            self._prompt_id = None
+            return
+        self._flow = self._prompt_flow()
+        self._advance(None)
+
+    def _on_cancel(self) -> None:
+        self._marker("cancel")
+        self._crash("cancel")
+        if self._script.get("ignore_cancel") or self._prompt_id is None:
+            return
+        if self._flow is not None:
+            self._flow.close()
+            self._flow = None
+        self._respond(self._prompt_id, {"stopReason": "cancelled"})
+        self._prompt_id = None
+
+    def _advance(self, answer: Message | None) -> None:
+        flow = self._flow
+        if flow is None:
+            return
+        try:
+            self._waiting_for = flow.send(answer) if answer is not None else next(flow)
+        except StopIteration:
+            self._flow = None
+            self._waiting_for = None
+
+    def _prompt_flow(self) -> Flow:
+        script = self._script
+        if script.get("echo_cwd"):
+            self._chunk(os.getcwd())
+        if script.get("echo_session_cwd"):
+            self._chunk(str(self._session_cwd))
+        for name in script.get("echo_env", []):
+            value = os.environ.get(name)
+            self._chunk(f"{name}={value}\n" if value is not None else f"{name} unset\n")
+        if script.get("thought"):
+            self._update(
+                {
+                    "sessionUpdate": "agent_thought_chunk",
+                    "content": {"type": "text", "text": str(script["thought"])},
+                }
+            )
+        if script.get("tool_call"):
+            self._update(
+                {
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": "call-noise",
+                    "title": "noise tool call",
+                    "kind": "read",
+                    "status": "pending",
+                }
+            )
+            self._update(
+                {
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": "call-noise",
+                    "status": "completed",
+                }
+            )
+        if script.get("plan"):
+            entry = {"content": "a plan step", "priority": "high", "status": "pending"}
+            self._update({"sessionUpdate": "plan", "entries": [entry]})
+        if script.get("image_chunk"):
+            self._update(
+                {
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                }
+            )
+        for method in script.get("probe_requests", []):
+            request_id = self._request(method, self._probe_params(method))
+            self._flush()
+            answer = yield request_id
+            error = answer.get("error")
+            code = error.get("code") if isinstance(error, dict) else "ok"  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            self._chunk(f"[{method} -> {code}]")
+        stop_reason = script.get("stop_reason", "end_turn")
+        permission = script.get("permission")
+        if isinstance(permission, dict):
+            request_id = self._request(
+                "session/request_permission", self._permission_params(permission)
+            )  # pyright: ignore[reportUnknownArgumentType]
+            self._flush()
+            answer = yield request_id
+            outcome = (
+                answer.get("result", {}).get("outcome", {})
+                if isinstance(answer.get("result"), dict)
+                else {}
+            )
+            if outcome.get("outcome") == "selected":
+                selected = outcome.get("optionId")
+                if permission.get("echo_outcome", True):  # pyright: ignore[reportUnknownMemberType]
+                    self._chunk(f"[permission selected {selected}]")
+                stop_reason = permission.get("stop_reason_if_selected", stop_reason)  # pyright: ignore[reportUnknownMemberType]
+            else:
+                if permission.get("echo_outcome", True):  # pyright: ignore[reportUnknownMemberType]
+                    self._chunk("[permission cancelled]")
+                stop_reason = permission.get("stop_reason_if_cancelled", stop_reason)  # pyright: ignore[reportUnknownMemberType]
+        for piece in _split(str(script.get("text", "")), int(script.get("chunks", 1))):
+            self._chunk(piece)
+        huge = script.get("huge_chunk_bytes")
+        if isinstance(huge, int) and huge > 0:
+            self._chunk("x" * huge)
+        self._crash("after_prompt_output")
+        if script.get("hang_at") == "prompt":
+            self._flush()
+            return  # the answer comes with session/cancel (or never)
+        if not self._scripted_error("prompt_end", self._prompt_id):
+            self._respond(self._prompt_id, self._result_for("prompt", {"stopReason": stop_reason}))
+        self._prompt_id = None
+
+    def _probe_params(self, method: str) -> Message:
+        if method.startswith("fs/"):
+            return {"sessionId": self._session_id, "path": "/etc/hostname", "content": "x"}
+        if method == "terminal/create":
+            return {"sessionId": self._session_id, "command": "true"}
+        return {"sessionId": self._session_id}
+
+    def _permission_params(self, permission: Mapping[str, Any]) -> Message:
+        options = permission.get(
+            "options",
+            [
+                {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+            ],
+        )
+        tool_call: Message = {
+            "toolCallId": "call-permission",
+            "title": permission.get("title", "run a command"),
+            "status": "pending",
+            "rawInput": permission.get("raw_input", {"command": "rm -rf /tmp/x"}),
+        }
+        if "tool_kind" in permission:
+            tool_call["kind"] = permission["tool_kind"]
+        return {"sessionId": self._session_id, "toolCall": tool_call, "options": options}
+
+    # -- process life ------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        if self._script.get("trap_sigterm"):
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stderr = self._script.get("stderr")
+        if isinstance(stderr, dict):
+            text = str(stderr.get("text", "secret")).encode("utf-8", "surrogateescape")  # pyright: ignore[reportUnknownMemberType]
+            total = int(stderr.get("bytes", len(text)))  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+            data = (text * (total // max(1, len(text)) + 1))[:total]
+            sys.stderr.buffer.write(data)
+            sys.stderr.buffer.flush()
+        if self._script.get("grandchild"):
+            code = "import threading; threading.Event().wait(600)"
+            self._grandchild = subprocess.Popen(
+                [sys.executable, "-c", code],
+                stdin=subprocess.DEVNULL,
+                start_new_session=bool(self._script.get("grandchild_setsid")),
+            )
+        self._marker("start")
+        self._inject("start")
+
+    def _on_eof(self) -> int:
+        self._marker("eof")
+        eof_marker = self._script.get("eof_marker")
+        if self._script.get("ignore_eof"):
+            while True:
+                threading.Event().wait(3600)
+        if isinstance(eof_marker, dict):
+            threading.Event().wait(float(eof_marker.get("delay_seconds", 0.2)))  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+            Path(str(eof_marker["path"])).write_text("flushed", "utf-8")  # pyright: ignore[reportUnknownArgumentType]
+        return 0
+
+    def _dispatch(self, message: Message) -> None:
+        method = message.get("method")
+        request_id = message.get("id")
+        raw_params = message.get("params")
+        params: Message = raw_params if isinstance(raw_params, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+        if method is None:
+            if request_id is not None and request_id == self._waiting_for:
+                self._advance(message)
+            return
+        if method == "initialize":
+            self._on_initialize(request_id)
+        elif method == "session/new":
+            self._on_new_session(request_id, params)
+        elif method == "session/prompt":
+            self._on_prompt(request_id)
+        elif method == "session/cancel":
+            self._on_cancel()
+        elif request_id is not None:
+            self._respond_error(request_id, -32601, "Method not found", {"method": method})
+
+    def run(self) -> int:
+        """Serves until stdin ends; returns the exit code."""
+        self._start()
+        self._flush()
+        while True:
+            line = self._in.readline()
+            if not line:
+                return self._on_eof()
+            try:
+                message: object = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                self._dispatch(message)  # pyright: ignore[reportUnknownArgumentType]
+            self._flush()
+
+
+def run_fake_child(argv: list[str] | None = None) -> int:
+    """Entry point: loads the scenario and serves ACP on this process's stdio."""
+    try:
+        script = load_script(sys.argv[1:] if argv is None else argv, os.environ)
+    except (ScriptError, ValueError, OSError) as error:
+        sys.stderr.write(f"fake ACP child: bad scenario: {error}\n")
+        return 2
+    try:
+        return FakeChild(script, sys.stdin.buffer, sys.stdout.buffer).run()
+    except BrokenPipeError:
+        return 0
