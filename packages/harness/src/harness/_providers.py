@@ -1,0 +1,128 @@
+"""Builds the registry of providers from harness.toml (imports the provider packages)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from subagent_acp import ACPConfig, ACPProvider
+from subagent_core import SubagentProvider, SubagentRegistry
+from subagent_sdk import SDKConfig, SDKProvider
+
+from ._config import API_KEY_ENV, HarnessConfig, ProviderSettings
+from ._endpoint import ResolvedEndpoint
+
+HARNESS_ARGV: tuple[str, ...] = (sys.executable, "-m", "harness")
+"""How this harness starts itself as a child (works without the console script on PATH)."""
+
+
+def builtin_providers(endpoint: ResolvedEndpoint | None) -> list[ProviderSettings]:
+    """The defaults when harness.toml names none: this harness as ACP and SDK child, and model.
+
+    The children get the endpoint on their command line and the key through their explicit
+    env (the inherited environment is scrubbed of credential-shaped names).
+    """
+    flags: list[str] = []
+    env: dict[str, str] = {}
+    if endpoint is not None:
+        flags = ["--base-url", endpoint.base_url, "--model", endpoint.model]
+        if endpoint.api_key is not None:
+            env[API_KEY_ENV] = endpoint.api_key
+    command, *prefix = HARNESS_ARGV
+    return [
+        ProviderSettings(
+            name="acp",
+            kind="acp",
+            command=command,
+            args=(*prefix, "acp-agent", *flags),
+            env=env,
+        ),
+        ProviderSettings(
+            name="dsh-sdk",
+            kind="sdk",
+            command=command,
+            args=(*prefix, "sdk-runtime", *flags),
+            env=env,
+        ),
+        ProviderSettings(name="model", kind="model"),
+    ]
+
+
+def provider_settings(
+    config: HarnessConfig, endpoint: ResolvedEndpoint | None
+) -> list[ProviderSettings]:
+    """Configured providers, or the built-in three when harness.toml names none."""
+    return list(config.providers) if config.providers else builtin_providers(endpoint)
+
+
+def build_provider(
+    settings: ProviderSettings, *, endpoint: ResolvedEndpoint | None, workspace: Path
+) -> SubagentProvider:
+    """One provider object for `settings`.
+
+    Raises:
+        ValueError: the provider package rejected the configuration (message names the key).
+        UsageError: a `model` provider without a usable endpoint.
+    """
+    if settings.kind == "acp":
+        assert settings.command is not None
+        return ACPProvider(
+            ACPConfig(
+                provider_name=settings.name,
+                command=settings.command,
+                args=list(settings.args),
+                cwd=settings.cwd,
+                permission=settings.permission,
+                env=dict(settings.env),
+                dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
+                dispose_grace_seconds=settings.dispose_grace_seconds,
+                dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
+            )
+        )
+    if settings.kind == "sdk":
+        assert settings.command is not None
+        return SDKProvider(
+            SDKConfig(
+                provider_name=settings.name,
+                command=settings.command,
+                args=list(settings.args),
+                cwd=settings.cwd,
+                provider=settings.sdk_provider,
+                model=settings.sdk_model,
+                max_tokens=settings.max_tokens,
+                env=dict(settings.env),
+                dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
+                dispose_grace_seconds=settings.dispose_grace_seconds,
+                dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
+            )
+        )
+    from ._model_provider import model_provider
+
+    return model_provider(settings, endpoint=endpoint, workspace=workspace)
+
+
+def build_registry(
+    providers: Sequence[ProviderSettings],
+    *,
+    endpoint: ResolvedEndpoint | None,
+    workspace: Path,
+) -> SubagentRegistry:
+    """A registry holding every provider in `providers` (in order)."""
+    registry = SubagentRegistry()
+    for settings in providers:
+        registry.register(build_provider(settings, endpoint=endpoint, workspace=workspace))
+    return registry
+
+
+def with_graces(
+    settings: ProviderSettings, eof: float, term: float, kill: float
+) -> ProviderSettings:
+    """A copy with other teardown graces (the demo, tests and soak use short ones)."""
+    return replace(
+        settings,
+        dispose_eof_grace_seconds=eof,
+        dispose_grace_seconds=term,
+        dispose_kill_grace_seconds=kill,
+    )
