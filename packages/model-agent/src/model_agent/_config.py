@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +36,23 @@ class ModelEndpoint:
     """HTTP statuses the operator opts in to retrying (empty: 429 and 5xx fail at once)."""
     max_tokens: int | None = None
 
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+    ) -> ModelEndpoint:
+        """DeepSeek defaults: key from `DEEPSEEK_API_KEY`, model from `--model`, then
+        `DEEPSEEK_MODEL`, then `deepseek-chat`; base URL from the argument or the default."""
+        env = os.environ if environ is None else environ
+        return cls(
+            base_url=base_url or DEFAULT_BASE_URL,
+            api_key=env.get("DEEPSEEK_API_KEY") or None,
+            model=model or env.get("DEEPSEEK_MODEL") or DEFAULT_MODEL,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentConfig:
@@ -56,3 +75,6 @@ class AgentConfig:
     delegate_timeout_seconds: float = 600.0
     approve: ApprovalCallback | None = None
     """Asked before Execute actions (process, write) when set; a refusal is a tool error."""
+    shell_candidates: tuple[str, ...] | None = None
+    """Shells `process_execute` looks for, in order (None: `/bin/bash`, `/bin/sh`; on Windows
+    `pwsh`, `powershell.exe`). Found once when the agent is built, then frozen."""

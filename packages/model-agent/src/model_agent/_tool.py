@@ -9,7 +9,8 @@ from typing import Any, Literal, Protocol
 
 from subagent_core import CancelSignal
 
-from ._events import AgentObserver
+from ._activity import ActivityEntry, ActivityLog
+from ._events import AgentEvent, AgentObserver
 
 Runtime = Literal["model", "opencode", "continue", "deepseek-harness"]
 Mode = Literal["ask", "execute"]
@@ -30,6 +31,8 @@ class RequestContext:
     """Facts of one parent request, frozen when it began (snapshot), plus its live state.
 
     Every tool call re-validates against this: runtime, mode, space, depth and `state`.
+    The agent loop builds one per `Agent.run`; tools report through `emit` and `record`, which
+    drop anything arriving once the request is `terminal` (late events only clean up).
     """
 
     runtime: Runtime
@@ -46,8 +49,22 @@ class RequestContext:
     """The tool snapshot offered to the model for this request."""
     cancel: CancelSignal
     observer: AgentObserver | None = None
+    """The host's observer, already gated: it sees nothing once the request is terminal."""
     state: RequestState = "active"
+    activity: ActivityLog = field(default_factory=ActivityLog)
+    """This request's activity record; tools append child entries through `record`."""
     extra: dict[str, Any] = field(default_factory=dict[str, Any])
+
+    def emit(self, event: AgentEvent) -> None:
+        """Passes `event` to the observer while the request is not terminal."""
+        if self.state != "terminal" and self.observer is not None:
+            self.observer(event)
+
+    def record(self, entry: ActivityEntry) -> bool:
+        """Appends `entry` to the activity record; False (nothing kept) once terminal."""
+        if self.state == "terminal":
+            return False
+        return self.activity.append(entry)
 
 
 ApprovalCallback = Callable[[str, Mapping[str, Any]], Awaitable[bool]]

@@ -1,0 +1,398 @@
+"""The agent loop: model round, then its tool calls one at a time, until an answer or a limit.
+
+One `Agent` is one conversation (an ACP or SDK session): it keeps its messages across
+sequential `run` calls. A run ends `completed`, `failed`, `cancelled`, `max-tokens` or
+`step-limit`; expected outcomes are values, never exceptions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from subagent_core import CancelSignal, Usage
+
+from ._activity import ActivityEntry, ActivityLog
+from ._config import AgentConfig
+from ._events import AgentEvent, AgentObserver, Retrying, ToolEnded, ToolStarted
+from ._model_client import ModelClient, ModelRequestError, Sleep
+from ._round import ModelRound, ToolCall
+from ._tool import RequestContext, Tool, ToolOutcome
+from ._toolset import Toolset
+
+AgentStatus = Literal["completed", "failed", "cancelled", "max-tokens", "step-limit"]
+
+TOOL_CANCEL_GRACE_SECONDS = 10.0
+"""After a cancel, how long a running tool may take to stop by itself before its task is
+cancelled (its own shielded cleanup still runs)."""
+
+SUMMARY_INSTRUCTION = (
+    "Summarize the conversation so far for your own later use: the user's requests, the facts "
+    "found, the files and commands involved, what was done and what remains. Be complete but "
+    "brief."
+)
+SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
+_NOT_RUN_CANCELLED = "tool call not run: the request was cancelled"
+_NOT_RUN_STEP_LIMIT = "tool call not run: the step limit was reached"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentResult:
+    """How one `Agent.run` ended."""
+
+    status: AgentStatus
+    output: str
+    """The final answer; on failure or cancel, the partial answer text shown (may be empty)."""
+    error: str | None = None
+    """Safe text from our vocabulary when `status` is `failed` (never the server's words)."""
+    usage: Usage | None = None
+    """Tokens summed over every model request of the run; None when none reported usage."""
+    activity: tuple[ActivityEntry, ...] = ()
+    """Everything the run did, in order (children included, as the tools recorded them)."""
+
+
+class Agent:
+    """A direct-model agent bound to one workspace, mode and model endpoint.
+
+    Runs are sequential: a second `run` while one is in progress raises `RuntimeError`.
+    `sleep` replaces the wait between model-request retries (tests pass a recording no-op).
+    `extra_tools` are offered next to the built-ins in every mode; they must honour
+    `context.mode` themselves.
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        observer: AgentObserver | None = None,
+        sleep: Sleep | None = None,
+        extra_tools: Sequence[Tool] = (),
+    ) -> None:
+        self._config = config
+        self._observer = observer
+        self._sleep = sleep
+        self._toolset = Toolset(config, extra_tools=extra_tools)
+        self._messages: list[dict[str, Any]] = []
+        self._running = False
+
+    @property
+    def config(self) -> AgentConfig:
+        """The configuration the agent was built with."""
+        return self._config
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The tools offered to the model, in order."""
+        return self._toolset.names
+
+    @property
+    def shell(self) -> str | None:
+        """The shell found when the agent was built (None: `process_execute` is hidden)."""
+        return self._toolset.shell
+
+    @property
+    def settings_diagnostics(self) -> tuple[str, ...]:
+        """Settings problems to show the user (e.g. no shell for `process_execute`)."""
+        return self._toolset.diagnostics
+
+    @property
+    def messages(self) -> tuple[dict[str, Any], ...]:
+        """The conversation so far, as sent to the model."""
+        return tuple(self._messages)
+
+    async def run(self, prompt: str, cancel: CancelSignal | None = None) -> AgentResult:
+        """Works on `prompt` until an answer, the step limit, a failure or `cancel`.
+
+        Raises:
+            RuntimeError: another run of this agent is in progress.
+        """
+        if self._running:
+            raise RuntimeError("Agent.run is already in progress for this agent")
+        self._running = True
+        cancel = CancelSignal() if cancel is None else cancel
+        activity = ActivityLog()
+        try:
+            workspace, identity = await anyio.to_thread.run_sync(
+                _workspace_facts, self._config.workspace
+            )
+        except OSError:
+            self._running = False
+            return AgentResult(status="failed", output="", error="the workspace is not accessible")
+        context = RequestContext(
+            runtime=self._config.runtime,
+            mode=self._config.mode,
+            space=self._config.space,
+            depth=self._config.depth,
+            workspace=workspace,
+            workspace_identity=identity,
+            shell=self._toolset.shell,
+            tool_names=self._toolset.names,
+            cancel=cancel,
+            activity=activity,
+        )
+        context.observer = self._gated(context)
+        run = _Run(self, context)
+        try:
+            result = await run.execute(prompt)
+        finally:
+            context.state = "terminal"
+            activity.close()
+            self._running = False
+        return AgentResult(
+            status=result.status,
+            output=result.output,
+            error=result.error,
+            usage=run.usage(),
+            activity=activity.snapshot(),
+        )
+
+    def _gated(self, context: RequestContext) -> AgentObserver:
+        observer = self._observer
+
+        def emit(event: AgentEvent) -> None:
+            if context.state != "terminal" and observer is not None:
+                observer(event)
+
+        return emit
+
+
+@dataclass(frozen=True, slots=True)
+class _Ending:
+    status: AgentStatus
+    output: str
+    error: str | None = None
+
+
+class _Run:
+    """The state of one `Agent.run`."""
+
+    def __init__(self, agent: Agent, context: RequestContext) -> None:
+        self._agent = agent
+        self._config = agent._config
+        self._toolset = agent._toolset
+        self._messages = agent._messages
+        self._context = context
+        self._input_tokens: int | None = None
+        self._output_tokens: int | None = None
+
+    def usage(self) -> Usage | None:
+        if self._input_tokens is None and self._output_tokens is None:
+            return None
+        return Usage(input_tokens=self._input_tokens, output_tokens=self._output_tokens)
+
+    def _add_usage(self, usage: Usage | None) -> None:
+        if usage is None:
+            return
+        if usage.input_tokens is not None:
+            self._input_tokens = (self._input_tokens or 0) + usage.input_tokens
+        if usage.output_tokens is not None:
+            self._output_tokens = (self._output_tokens or 0) + usage.output_tokens
+
+    def _record(self, entry: ActivityEntry) -> None:
+        self._context.record(entry)
+
+    def _model_observer(self, *, show: bool) -> AgentObserver:
+        context = self._context
+
+        def observe(event: AgentEvent) -> None:
+            if isinstance(event, Retrying):
+                self._record(
+                    ActivityEntry(
+                        kind="retry",
+                        attempt=event.attempt,
+                        delay_seconds=event.delay_seconds,
+                        reason=event.reason,
+                    )
+                )
+            elif not show:
+                return
+            context.emit(event)
+
+        return observe
+
+    async def execute(self, prompt: str) -> _Ending:
+        config = self._config
+        context = self._context
+        cancel = context.cancel
+        if not self._messages:
+            self._messages.append({"role": "system", "content": self._system_prompt()})
+        self._messages.append({"role": "user", "content": prompt})
+        self._record(ActivityEntry(kind="user", text=prompt))
+        async with ModelClient(config.endpoint, sleep=self._agent._sleep) as client:
+            steps = 0
+            last_output = ""
+            while True:
+                if cancel.cancelled:
+                    return _Ending("cancelled", "")
+                if steps >= config.max_steps:
+                    return _Ending("step-limit", last_output)
+                ending = await self._maybe_summarize(client)
+                if ending is not None:
+                    return ending
+                steps += 1
+                try:
+                    reply = await client.complete(
+                        self._messages,
+                        tools=self._toolset.schemas(),
+                        cancel=cancel,
+                        observer=self._model_observer(show=True),
+                    )
+                except ModelRequestError as error:
+                    return self._request_failed(error)
+                self._add_usage(reply.usage)
+                self._record_round(reply)
+                last_output = reply.content
+                self._messages.append(_assistant_message(reply))
+                if not reply.tool_calls:
+                    status: AgentStatus = (
+                        "max-tokens" if reply.finish_reason == "length" else "completed"
+                    )
+                    return _Ending(status, reply.content)
+                if steps >= config.max_steps:
+                    self._skip_calls(reply.tool_calls, _NOT_RUN_STEP_LIMIT)
+                    return _Ending("step-limit", reply.content)
+                ending = await self._run_calls(reply.tool_calls)
+                if ending is not None:
+                    return ending
+
+    def _system_prompt(self) -> str:
+        if self._config.system_prompt is not None:
+            return self._config.system_prompt
+        mode = self._config.mode
+        rules = (
+            "You may read the workspace but not change it."
+            if mode == "ask"
+            else "You may read and change the workspace and run commands when tools allow it."
+        )
+        return (
+            "You are a careful software agent working in a project workspace. "
+            f"Mode: {mode}. {rules} Use the tools offered; paths are relative to the workspace "
+            "root. Answer with a concise final message when done."
+        )
+
+    def _request_failed(self, error: ModelRequestError) -> _Ending:
+        if error.reasoning:
+            self._record(ActivityEntry(kind="reasoning", text=error.reasoning))
+        if error.content:
+            self._record(ActivityEntry(kind="answer", text=error.content))
+        if error.kind == "cancelled":
+            return _Ending("cancelled", error.content)
+        self._record(ActivityEntry(kind="failure", reason=error.reason))
+        return _Ending("failed", error.content, str(error))
+
+    def _record_round(self, reply: ModelRound) -> None:
+        if reply.reasoning:
+            self._record(ActivityEntry(kind="reasoning", text=reply.reasoning))
+        if reply.content:
+            self._record(ActivityEntry(kind="answer", text=reply.content))
+
+    def _skip_calls(self, calls: Sequence[ToolCall], text: str) -> None:
+        """Answers calls that will not run, so the conversation stays well-formed."""
+        for call in calls:
+            self._messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+
+    async def _run_calls(self, calls: Sequence[ToolCall]) -> _Ending | None:
+        context = self._context
+        for index, call in enumerate(calls):
+            if context.cancel.cancelled:
+                self._skip_calls(calls[index:], _NOT_RUN_CANCELLED)
+                return _Ending("cancelled", "")
+            outcome = await self._run_call(call)
+            self._messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": outcome.content}
+            )
+            self._record(
+                ActivityEntry(
+                    kind="tool",
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=call.arguments,
+                    text=outcome.content,
+                    is_error=outcome.is_error,
+                )
+            )
+            context.emit(ToolEnded(call.id, call.name, outcome.content, outcome.is_error))
+        if context.cancel.cancelled:
+            return _Ending("cancelled", "")
+        return None
+
+    async def _run_call(self, call: ToolCall) -> ToolOutcome:
+        """Runs one call; a cancel moves the request to `cancelling` and bounds the wait."""
+        context = self._context
+        context.emit(ToolStarted(call.id, call.name, call.arguments))
+        outcome: ToolOutcome | None = None
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._stop_on_cancel, group.cancel_scope)
+            outcome = await self._toolset.call(call, context)
+            group.cancel_scope.cancel()
+        if outcome is None:
+            return ToolOutcome("tool call was cancelled", is_error=True)
+        return outcome
+
+    async def _stop_on_cancel(self, scope: anyio.CancelScope) -> None:
+        await self._context.cancel.wait()
+        if self._context.state == "active":
+            self._context.state = "cancelling"
+        await anyio.sleep(TOOL_CANCEL_GRACE_SECONDS)
+        scope.cancel()
+
+    async def _maybe_summarize(self, client: ModelClient) -> _Ending | None:
+        """Replaces the conversation by a summary once it passes the budget (same retry rule)."""
+        budget = self._config.context_budget_chars
+        body = self._messages[1:]
+        if len(body) < 2 or _size(body) <= budget:
+            return None
+        transcript = json.dumps(body, ensure_ascii=False)
+        request = [
+            {"role": "system", "content": SUMMARY_INSTRUCTION},
+            {"role": "user", "content": "Summarize the conversation so far:\n" + transcript},
+        ]
+        try:
+            reply = await client.complete(
+                request, cancel=self._context.cancel, observer=self._model_observer(show=False)
+            )
+        except ModelRequestError as error:
+            if error.kind == "cancelled":
+                return _Ending("cancelled", "")
+            self._record(ActivityEntry(kind="failure", reason=error.reason))
+            return _Ending("failed", "", f"context summarization: {error}")
+        self._add_usage(reply.usage)
+        self._record(ActivityEntry(kind="summary", text=reply.content))
+        del self._messages[1:]
+        self._messages.append({"role": "user", "content": SUMMARY_PREFIX + reply.content})
+        return None
+
+
+def _workspace_facts(workspace: Path) -> tuple[Path, tuple[int, int]]:
+    """The workspace's realpath and (st_dev, st_ino), taken when a request begins."""
+    real = Path(os.path.realpath(workspace))
+    if not real.is_dir():
+        raise NotADirectoryError(real)
+    stat = real.stat()
+    return real, (stat.st_dev, stat.st_ino)
+
+
+def _size(messages: Sequence[dict[str, Any]]) -> int:
+    return sum(len(json.dumps(message, ensure_ascii=False)) for message in messages)
+
+
+def _assistant_message(reply: ModelRound) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in reply.tool_calls
+        ]
+        # DeepSeek rejects the next request unless reasoning comes back on tool-call turns.
+        if reply.reasoning is not None:
+            message["reasoning_content"] = reply.reasoning
+    return message
