@@ -288,7 +288,7 @@ async def test_the_child_gets_exactly_the_env_and_cwd_it_is_given(
 
 
 def write_file(path: Path, mode: int) -> Path:
-    path.write_text("#!/bin/sh\nexit 0\n")
+    path.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
     path.chmod(mode)
     return path
 
