@@ -1,21 +1,192 @@
-"""`subagent_delegate`: hand a task to an in-process child agent (depth 1, narrower tools)."""
+"""`subagent_delegate`: hand a task to an in-process child agent (depth 1, never wider).
+
+States of one call:
+
+    validating → (invalid or depth exceeded → failed) → queued → (parent cancelled → cancelled)
+      → running → model done → completed | child failure → failed (partial output kept) |
+      timeout → cancelled | parent cancel → cancelled
+
+The child runs through the `model` provider (only it can honour depth and tool narrowing),
+admitted by the process-wide queue (3 running, 32 waiting). It inherits the parent request's
+snapshot: the same mode, runtime, space, workspace, frozen shell and model endpoint, and a
+subset of the parent's tools without `subagent_delegate`. Failures and cancels are results;
+only a broken internal contract raises.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast
 
+import anyio
+from subagent_core import (
+    CancelSignal,
+    SubagentRegistry,
+    SubagentRequest,
+    SubagentResult,
+    SubagentStartError,
+    foreground_text,
+)
+
+from ._activity import ActivityEntry
 from ._config import AgentConfig
+from ._delegate_queue import DelegateQueue, QueueFullError, delegate_queue
+from ._events import ChildEnded, ChildStarted
+from ._model_provider import MODEL_PROVIDER, ModelProvider
 from ._tool import RequestContext, ToolOutcome
 
 SUBAGENT_DELEGATE = "subagent_delegate"
 
+DelegateStatus = Literal["completed", "failed", "cancelled"]
+
+CANCELLED_TEXT = "subagent run was cancelled"
+CANCELLED_BEFORE_START_TEXT = "subagent run was cancelled before it started"
+
+_DESCRIPTION = (
+    "Delegate a self-contained task to a child agent that works in the same workspace with "
+    "the same mode and a subset of your tools (it cannot delegate further). It does not see "
+    "this conversation: put everything it needs in `task`. Returns the child's final answer."
+)
+
+_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "description": "The complete instructions for the child."},
+        "description": {"type": "string", "description": "A short label (3-7 words)."},
+        "tools": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Optional subset of your tool names the child may use (default: all "
+            "of yours except subagent_delegate).",
+        },
+    },
+    "required": ["task", "description"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DelegateArguments:
+    """Validated arguments of one call."""
+
+    task: str
+    description: str
+    tools: tuple[str, ...] | None
+
+
+class InvalidDelegateArgumentsError(ValueError):
+    """The model's arguments are refused; the message is fixed text."""
+
+
+def parse_delegate_arguments(
+    arguments: Mapping[str, Any], snapshot: Sequence[str]
+) -> DelegateArguments:
+    """Validates `task`, `description` and `tools` against the parent's tool snapshot.
+
+    Raises:
+        InvalidDelegateArgumentsError: the arguments are not acceptable.
+    """
+    if set(arguments) - {"task", "description", "tools"}:
+        raise InvalidDelegateArgumentsError(
+            "invalid arguments: unknown argument(s); allowed: task, description, tools"
+        )
+    task = arguments.get("task")
+    if not isinstance(task, str) or not task.strip():
+        raise InvalidDelegateArgumentsError("invalid arguments: `task` must be a non-empty string")
+    description = arguments.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise InvalidDelegateArgumentsError(
+            "invalid arguments: `description` must be a non-empty string"
+        )
+    raw_tools = arguments.get("tools")
+    if raw_tools is None:
+        return DelegateArguments(task, description.strip(), None)
+    if not isinstance(raw_tools, list) or not all(
+        isinstance(name, str) for name in cast(list[Any], raw_tools)
+    ):
+        raise InvalidDelegateArgumentsError(
+            "invalid arguments: `tools` must be a list of tool names"
+        )
+    names = tuple(dict.fromkeys(cast(list[str], raw_tools)))
+    if SUBAGENT_DELEGATE in names:
+        raise InvalidDelegateArgumentsError(
+            "invalid arguments: a child cannot be given subagent_delegate"
+        )
+    if any(name not in snapshot for name in names):
+        raise InvalidDelegateArgumentsError(
+            "invalid arguments: `tools` may only name tools this request has"
+        )
+    return DelegateArguments(task, description.strip(), names)
+
+
+def delegate_result(
+    status: str, output: str, *, error: str | None = None, result: SubagentResult | None = None
+) -> str:
+    """The model-facing JSON: `{status, output, error?, modelUsage?}`."""
+    data: dict[str, Any] = {"status": status, "output": output}
+    if error is not None:
+        data["error"] = error
+    usage = None if result is None else result.usage
+    if usage is not None:
+        counts: dict[str, int] = {}
+        if usage.input_tokens is not None:
+            counts["inputTokens"] = usage.input_tokens
+        if usage.output_tokens is not None:
+            counts["outputTokens"] = usage.output_tokens
+        data["modelUsage"] = counts
+    return json.dumps(data, ensure_ascii=False)
+
+
+def delegate_status(result: SubagentResult) -> DelegateStatus:
+    """`completed`, `cancelled` (a local cancel: aborted without diagnostic) or `failed`."""
+    if result.stop_reason == "completed":
+        return "completed"
+    if result.stop_reason == "aborted" and result.diagnostic is None:
+        return "cancelled"
+    return "failed"
+
+
+def outcome_of(result: SubagentResult, *, timed_out_after: float | None = None) -> ToolOutcome:
+    """Maps a child's `SubagentResult` to the tool result the parent model sees.
+
+    `completed` → completed; `aborted` without a diagnostic → cancelled; anything else → failed
+    with `error` = the `foreground_text` headline plus `\\nDiagnostic: <d>` when present.
+    """
+    status = delegate_status(result)
+    if status == "completed":
+        return ToolOutcome(delegate_result("completed", result.output, result=result))
+    if status == "cancelled":
+        error = CANCELLED_TEXT
+        if timed_out_after is not None:
+            error = f"{CANCELLED_TEXT}: it exceeded its {timed_out_after:g} s timeout"
+        return ToolOutcome(
+            delegate_result("cancelled", result.output, error=error, result=result), is_error=True
+        )
+    # The headline and diagnostic only: the partial output travels in `output`, kept apart.
+    error = foreground_text(dataclasses.replace(result, output="")).text
+    return ToolOutcome(
+        delegate_result("failed", result.output, error=error, result=result), is_error=True
+    )
+
 
 class SubagentDelegateTool:
-    """Starts a child agent through the `model` provider (work in progress)."""
+    """The `subagent_delegate` tool of one agent (`config` is the parent's config)."""
 
-    def __init__(self, config: AgentConfig) -> None:
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        queue: DelegateQueue | None = None,
+        timeout_seconds: float | None = None,
+    ) -> None:
         self._config = config
+        self._queue = queue if queue is not None else delegate_queue()
+        self._timeout = (
+            config.delegate_timeout_seconds if timeout_seconds is None else timeout_seconds
+        )
 
     @property
     def name(self) -> str:
@@ -23,11 +194,116 @@ class SubagentDelegateTool:
 
     @property
     def description(self) -> str:
-        return "Delegate a task to a child agent."
+        return _DESCRIPTION
 
     @property
     def parameters(self) -> Mapping[str, Any]:
-        return {"type": "object", "properties": {"task": {"type": "string"}}}
+        return _PARAMETERS
 
     async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
-        return ToolOutcome("subagent_delegate is not implemented yet", is_error=True)
+        """Validates, queues, runs and reports one child; never raises for child failure."""
+        refusal = _gate(context)
+        if refusal is not None:
+            return ToolOutcome(refusal, is_error=True)
+        try:
+            parsed = parse_delegate_arguments(arguments, context.tool_names)
+        except InvalidDelegateArgumentsError as error:
+            return ToolOutcome(str(error), is_error=True)
+        try:
+            async with self._queue.slot(context.cancel) as admitted:
+                if not admitted or context.cancel.cancelled:
+                    return _cancelled_before_start()
+                return await self._run_child(parsed, context)
+        except QueueFullError as error:
+            return ToolOutcome(delegate_result("failed", "", error=str(error)), is_error=True)
+
+    def child_base_config(self, context: RequestContext) -> AgentConfig:
+        """The parent request's snapshot as a child config (the provider narrows it further)."""
+        inherited = tuple(name for name in context.tool_names if name != SUBAGENT_DELEGATE)
+        return dataclasses.replace(
+            self._config,
+            runtime=context.runtime,
+            mode=context.mode,
+            space=context.space,
+            workspace=context.workspace,
+            depth=1,
+            tools=inherited,
+            approve=None,
+            shell_candidates=() if context.shell is None else (context.shell,),
+        )
+
+    async def _run_child(self, parsed: DelegateArguments, context: RequestContext) -> ToolOutcome:
+        child_cancel = CancelSignal()
+        registry = SubagentRegistry()
+        registry.register(ModelProvider(self.child_base_config(context)))
+        request = SubagentRequest(
+            prompt=parsed.task,
+            cwd=context.workspace,
+            cancel=child_cancel,
+            label=parsed.description,
+            max_depth=0,
+            tool_filter=parsed.tools,
+        )
+        try:
+            run = await registry.start(MODEL_PROVIDER, request)
+        except SubagentStartError:
+            return _cancelled_before_start()
+        timed_out = False
+        result = SubagentResult(stop_reason="aborted")
+        async with run:
+            context.emit(ChildStarted(run.id, parsed.description))
+            context.record(
+                ActivityEntry(kind="child-started", child_id=run.id, name=parsed.description)
+            )
+            async with anyio.create_task_group() as watchers:
+
+                async def forward_parent_cancel() -> None:
+                    await context.cancel.wait()
+                    child_cancel.cancel()
+
+                async def enforce_timeout() -> None:
+                    nonlocal timed_out
+                    await anyio.sleep(self._timeout)
+                    timed_out = True
+                    child_cancel.cancel()
+
+                watchers.start_soon(forward_parent_cancel)
+                watchers.start_soon(enforce_timeout)
+                result = await run.result()
+                watchers.cancel_scope.cancel()
+        # Parent cancel outranks the timeout when both happened.
+        timeout = self._timeout if timed_out and not context.cancel.cancelled else None
+        outcome = outcome_of(result, timed_out_after=timeout)
+        status = delegate_status(result)
+        context.emit(ChildEnded(run.id, parsed.description, status))
+        context.record(
+            ActivityEntry(
+                kind="child-ended",
+                child_id=run.id,
+                name=parsed.description,
+                status=status,
+                text=result.output,
+            )
+        )
+        return outcome
+
+
+def _cancelled_before_start() -> ToolOutcome:
+    return ToolOutcome(
+        delegate_result("cancelled", "", error=CANCELLED_BEFORE_START_TEXT), is_error=True
+    )
+
+
+def _gate(context: RequestContext) -> str | None:
+    """Re-checks the request on every call: hiding a tool is not authorization."""
+    if context.runtime != "model":
+        return "subagent_delegate refused: only the direct model runtime has this tool"
+    if context.space != "local":
+        return "subagent_delegate refused: not available in this execution space"
+    if context.depth >= 1:
+        return "subagent_delegate refused: a delegated child cannot delegate (maximum depth is 1)"
+    if SUBAGENT_DELEGATE not in context.tool_names:
+        return "subagent_delegate refused: the tool is not enabled for this request"
+    if context.state != "active" or context.cancel.cancelled:
+        return "subagent_delegate refused: the request is no longer active"
+    return None
