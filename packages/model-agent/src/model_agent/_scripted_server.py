@@ -213,7 +213,7 @@ class ScriptedModelServer:
             await _hang(reader)
         frames = _Frames(stream, str(body.get("model", "scripted-model")), reply.delay_ms)
         for _ in range(reply.keepalives):
-            await frames.raw(b": keep-alive\n\n")
+            await frames.keepalive()
         await frames.chunk({"role": "assistant", "content": ""}, pace=False)
         for piece in _split(reply.reasoning, reply.reasoning_chunks):
             await frames.chunk({"reasoning_content": piece})
@@ -245,8 +245,11 @@ class ScriptedModelServer:
                 await frames.chunk(
                     {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
                 )
-        finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
-        await frames.chunk({}, finish_reason=finish)
+        finish = reply.finish_reason
+        if finish is None:
+            finish = "tool_calls" if reply.tool_calls else "stop"
+        if finish:  # "" scripts a stream that never says why it ended
+            await frames.chunk({}, finish_reason=finish)
         usage = dict(reply.usage) if reply.usage is not None else _usage(body, reply)
         await frames.usage(usage)
         if reply.done:
@@ -264,6 +267,13 @@ class _Frames:
         self._id = f"chatcmpl-{time.monotonic_ns()}"
         self._created = int(time.time())
         self._sent_any = False
+
+    async def keepalive(self) -> None:
+        """A comment frame: liveness only; paced like content so slow streams can idle."""
+        if self._delay and self._sent_any:
+            await anyio.sleep(self._delay)
+        self._sent_any = True
+        await self.raw(b": keep-alive\n\n")
 
     async def raw(self, data: bytes) -> None:
         await self._stream.send(b"%x\r\n%s\r\n" % (len(data), data))
