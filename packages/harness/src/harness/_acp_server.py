@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import anyio.abc
@@ -44,8 +44,8 @@ from acp.schema import (
     ToolCallStart,
     ToolCallUpdate,
 )
-from model_agent import Agent
-from model_agent._events import (
+from model_agent import (
+    Agent,
     AgentEvent,
     ReasoningDelta,
     TextDelta,
@@ -181,7 +181,7 @@ class HarnessACPAgent:
         finally:
             session.cancel = None
             self._running -= 1
-            if self._running == 0 and self._idle is not None:
+            if self._running == 0:
                 self._idle.set()
         stop_reason = _STOP_REASONS.get(status)
         if stop_reason is None:
@@ -207,15 +207,15 @@ class HarnessACPAgent:
             approve=self._approver(session, cancel) if self._ask_permission else None,
         )
         agent = Agent(config, observer=observe)
+        status = "failed"
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._pump, session.id, receive)
             with send:
                 try:
-                    result = await agent.run(text, cancel)
+                    status = str((await agent.run(text, cancel)).status)
                 except Exception:
                     _log.exception("the agent turn failed unexpectedly")
-                    return "failed"
-        return str(result.status)
+        return status
 
     def _update_for(self, session: _Session, event: AgentEvent) -> _Update | None:
         if isinstance(event, TextDelta):
@@ -325,7 +325,7 @@ async def _serve(agent: HarnessACPAgent) -> None:
     from acp.stdio import stdio_streams
 
     reader, writer = await stdio_streams(limit=16 * 1024 * 1024)
-    conn = AgentSideConnection(agent, writer, reader, listening=False)
+    conn = AgentSideConnection(cast(Any, agent), writer, reader, listening=False)
     async with anyio.create_task_group() as tg:
 
         async def listen() -> None:

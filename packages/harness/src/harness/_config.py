@@ -192,7 +192,7 @@ def _provider(name: str, table: dict[str, object], base: Path) -> ProviderSettin
         mode = _string(table, "mode", prefix, "ask")
         if mode not in ("ask", "execute"):
             raise ConfigError(f"{prefix}.mode", 'must be "ask" or "execute"')
-        return ProviderSettings(name=name, kind=kind, mode=cast(Literal["ask", "execute"], mode))
+        return ProviderSettings(name=name, kind=kind, mode=mode)
     command = _optional_string(table, "command", prefix)
     if command is None:
         raise ConfigError(f"{prefix}.command", "is required (the program to start)")
@@ -212,7 +212,7 @@ def _provider(name: str, table: dict[str, object], base: Path) -> ProviderSettin
         args=tuple(_list(table, "args", prefix, item=str)),
         cwd=cwd,
         env=cast(dict[str, str], env),
-        permission=cast(Literal["allow", "reject"], permission),
+        permission=permission,
         sdk_provider=_string(table, "provider", prefix, "deepseek-official"),
         sdk_model=_string(table, "model", prefix, DEFAULT_MODEL),
         max_tokens=_positive_int(table, "max_tokens", prefix),

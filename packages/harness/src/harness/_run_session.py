@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Literal
 
 import anyio
-from model_agent import Agent
-from model_agent._events import (
+from model_agent import (
+    Agent,
     AgentEvent,
-    ChildEnded,
     ChildStarted,
     ReasoningDelta,
     Retrying,
@@ -96,7 +95,7 @@ async def _run(
             err.print(
                 f"[magenta]⇢ child {event.child_id[:8]} started[/]: {escape(event.description)}"
             )
-        elif isinstance(event, ChildEnded):
+        else:
             end_text()
             err.print(f"[magenta]⇠ child {event.child_id[:8]} {event.status}[/]")
 

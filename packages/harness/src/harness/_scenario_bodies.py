@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from model_agent import Agent
-from model_agent._events import AgentEvent, ChildEnded, ToolEnded
+from model_agent import Agent, AgentEvent, ChildEnded, ToolEnded
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_core import (
     CancelSignal,
@@ -134,6 +133,7 @@ async def run_child(
     async with run:
         if cancel_when is None:
             return await run.result()
+        result: SubagentResult | None = None
         async with anyio.create_task_group() as tg:
 
             async def trigger() -> None:
@@ -143,6 +143,7 @@ async def run_child(
             tg.start_soon(trigger)
             result = await run.result()
             tg.cancel_scope.cancel()
+        assert result is not None
         return result
 
 

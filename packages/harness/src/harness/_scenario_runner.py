@@ -38,7 +38,7 @@ async def run_scenarios(
     rules = [rule for scenario in scenarios for rule in scenario.rules]
     outcomes: dict[int, ScenarioOutcome] = {}
     limiter = anyio.CapacityLimiter(CONCURRENCY)
-    notify = on_update or (lambda name, state: None)
+    notify: Callable[[str, str], None] = on_update or _ignore
     with tempfile.TemporaryDirectory(prefix="harness-scenarios-", dir=workdir) as tmp:
         async with open_scripted_model_server({"rules": rules}) as server:
 
@@ -129,6 +129,10 @@ def run_scenarios_cli(scenarios: Sequence[Scenario], *, title: str, live: bool) 
     matched = sum(outcome.matched for outcome in outcomes)
     console.print(f"{matched}/{len(outcomes)} scenarios matched")
     return EXIT_OK if matched == len(outcomes) else EXIT_INCOMPLETE
+
+
+def _ignore(name: str, state: str) -> None:
+    pass
 
 
 def _clip(text: str, limit: int = 120) -> str:

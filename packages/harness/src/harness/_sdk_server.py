@@ -24,8 +24,8 @@ from typing import Any, Literal, cast
 
 import anyio
 import anyio.abc
-from model_agent import Agent
-from model_agent._events import (
+from model_agent import (
+    Agent,
     AgentEvent,
     ChildEnded,
     ChildStarted,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 
 import anyio
@@ -11,7 +11,7 @@ from subagent_core import CancelSignal
 
 
 @asynccontextmanager
-async def cancel_on_signals(cancel: CancelSignal) -> AsyncIterator[list[int]]:
+async def cancel_on_signals(cancel: CancelSignal) -> AsyncGenerator[list[int]]:
     """While the block runs, SIGINT/SIGTERM fire `cancel` instead of raising KeyboardInterrupt.
 
     Yields a list that collects the signal numbers received (for the summary line).

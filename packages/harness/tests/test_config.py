@@ -1,0 +1,138 @@
+"""harness.toml: every bad value is one ConfigError naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness import ConfigError, HarnessConfig, ModelSettings, ProviderSettings, load_config
+from harness._config import parse_config
+
+
+def test_no_file_gives_the_defaults(tmp_path: Path) -> None:
+    assert load_config(workspace=tmp_path) == HarnessConfig()
+
+
+def test_a_full_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / "child").mkdir()
+    path = tmp_path / "harness.toml"
+    path.write_text(
+        """
+[model]
+base_url = "http://127.0.0.1:9/v1"
+model = "m1"
+max_tokens = 512
+retry_statuses = [429]
+
+[providers.claude]
+kind = "acp"
+command = "claude-agent-acp"
+args = ["--x"]
+cwd = "child"
+permission = "allow"
+env = { A = "b" }
+dispose_eof_grace_seconds = 0.5
+dispose_grace_seconds = 1
+dispose_kill_grace_seconds = 2.5
+
+[providers.dsh-sdk]
+kind = "sdk"
+command = "harness"
+args = ["sdk-runtime"]
+provider = "p"
+model = "m2"
+max_tokens = 7
+
+[providers.model]
+kind = "model"
+mode = "execute"
+""",
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    assert config.model == ModelSettings(
+        base_url="http://127.0.0.1:9/v1", model="m1", max_tokens=512, retry_statuses=(429,)
+    )
+    assert config.providers == (
+        ProviderSettings(
+            name="claude",
+            kind="acp",
+            command="claude-agent-acp",
+            args=("--x",),
+            cwd=(tmp_path / "child").resolve(),
+            env={"A": "b"},
+            permission="allow",
+            dispose_eof_grace_seconds=0.5,
+            dispose_grace_seconds=1.0,
+            dispose_kill_grace_seconds=2.5,
+        ),
+        ProviderSettings(
+            name="dsh-sdk",
+            kind="sdk",
+            command="harness",
+            args=("sdk-runtime",),
+            sdk_provider="p",
+            sdk_model="m2",
+            max_tokens=7,
+        ),
+        ProviderSettings(name="model", kind="model", mode="execute"),
+    )
+    assert config.path == path.resolve()
+    assert config.provider("model") == config.providers[2]
+    assert config.provider("nope") is None
+
+
+@pytest.mark.parametrize(
+    ("document", "key"),
+    [
+        ({"extra": 1}, "extra"),
+        ({"model": 3}, "model"),
+        ({"model": {"base_url": ""}}, "model.base_url"),
+        ({"model": {"max_tokens": 0}}, "model.max_tokens"),
+        ({"model": {"max_tokens": True}}, "model.max_tokens"),
+        ({"model": {"retry_statuses": [42]}}, "model.retry_statuses"),
+        ({"model": {"colour": "red"}}, "model.colour"),
+        ({"providers": {"a": {"kind": "ssh"}}}, "providers.a.kind"),
+        ({"providers": {"a": {"kind": "acp"}}}, "providers.a.command"),
+        ({"providers": {"a": {"kind": "acp", "command": "x", "args": "y"}}}, "providers.a.args"),
+        ({"providers": {"a": {"kind": "acp", "command": "x", "args": [1]}}}, "providers.a.args"),
+        (
+            {"providers": {"a": {"kind": "acp", "command": "x", "permission": "ask"}}},
+            "providers.a.permission",
+        ),
+        (
+            {"providers": {"a": {"kind": "acp", "command": "x", "dispose_grace_seconds": -1}}},
+            "providers.a.dispose_grace_seconds",
+        ),
+        (
+            {"providers": {"a": {"kind": "acp", "command": "x", "env": {"K": 1}}}},
+            "providers.a.env.K",
+        ),
+        (
+            {"providers": {"a": {"kind": "acp", "command": "x", "provider": "p"}}},
+            "providers.a.provider",
+        ),
+        ({"providers": {"a": {"kind": "model", "mode": "yolo"}}}, "providers.a.mode"),
+        ({"providers": {"a": {"kind": "model", "command": "x"}}}, "providers.a.command"),
+    ],
+)
+def test_a_bad_value_names_its_key(document: dict[str, object], key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(document)
+    assert caught.value.key == key
+    assert str(caught.value).startswith(f"harness.toml: {key}: ")
+
+
+def test_bad_toml_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "harness.toml"
+    path.write_text("[model\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.key == "(file)"
+
+
+def test_a_missing_explicit_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path / "nope.toml")
+    assert "does not exist" in str(caught.value)
