@@ -16,12 +16,13 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 import anyio
 import anyio.abc
 from acp import PROTOCOL_VERSION, RequestError
 from acp.client.connection import ClientSideConnection
+from acp.interfaces import Client
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -239,7 +240,7 @@ class Session:
 
     def __init__(self, sink: ClientSink, transport: FramedTransport) -> None:
         self.transport = transport
-        self._conn = ClientSideConnection(_Client(sink), transport)
+        self._conn = ClientSideConnection(cast("Client", _Client(sink)), transport)
 
     async def initialize(self) -> None:
         await self._conn.initialize(

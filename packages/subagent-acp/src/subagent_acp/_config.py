@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, cast
 
 PermissionPolicy = Literal["allow", "reject"]
 
@@ -50,12 +50,16 @@ def enterable_directory(path: Path) -> bool:
         return False
 
 
+def _fspath(value: object) -> object:
+    return os.fspath(cast("str | os.PathLike[str]", value))
+
+
 def _resolve_cwd(value: object) -> Path | None:
     if value is None:
         return None
     if not isinstance(value, str | os.PathLike):
         raise _fail("cwd", "must be a path or None")
-    text = os.fspath(value)  # pyright: ignore[reportUnknownArgumentType]
+    text = _fspath(value)
     if not isinstance(text, str) or text == "":
         raise _fail("cwd", 'must be a non-empty path ("" is not a directory)')
     _no_nul("cwd", text)
@@ -103,29 +107,11 @@ class ACPConfig:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        name: object = self.provider_name
-        if not isinstance(name, str) or _PROVIDER_NAME.fullmatch(name) is None:
-            raise _fail(
-                "provider_name", "must be 1-64 letters, digits, '.', '_' or '-', starting alnum"
-            )
-        command: object = self.command
-        if not isinstance(command, str) or command == "":
-            raise _fail("command", "must be a non-empty string")
-        _no_nul("command", command)
-        args: object = self.args
-        if isinstance(args, str | bytes) or not isinstance(args, Sequence):
-            raise _fail("args", "must be a sequence of strings")
-        items: list[object] = list(args)  # pyright: ignore[reportUnknownArgumentType]
-        checked: list[str] = []
-        for item in items:
-            if not isinstance(item, str):
-                raise _fail("args", "must contain only strings")
-            _no_nul("args", item)
-            checked.append(item)
-        set_(self, "args", tuple(checked))
+        set_(self, "provider_name", _check_provider_name(self.provider_name))
+        set_(self, "command", _check_command(self.command))
+        set_(self, "args", _check_args(self.args))
         set_(self, "cwd", _resolve_cwd(self.cwd))
-        if self.permission not in ("allow", "reject"):
-            raise _fail("permission", 'must be "allow" or "reject"')
+        set_(self, "permission", _check_permission(self.permission))
         set_(self, "env", MappingProxyType(_check_env(self.env)))
         for key in (
             "dispose_eof_grace_seconds",
@@ -133,9 +119,7 @@ class ACPConfig:
             "dispose_kill_grace_seconds",
         ):
             set_(self, key, _positive_seconds(key, getattr(self, key)))
-        frame: object = self.max_frame_bytes
-        if isinstance(frame, bool) or not isinstance(frame, int) or frame <= 0:
-            raise _fail("max_frame_bytes", "must be a positive int")
+        set_(self, "max_frame_bytes", _check_frame(self.max_frame_bytes))
 
     @property
     def argv(self) -> list[str]:
@@ -143,12 +127,52 @@ class ACPConfig:
         return [self.command, *self.args]
 
 
+def _check_provider_name(name: object) -> str:
+    if not isinstance(name, str) or _PROVIDER_NAME.fullmatch(name) is None:
+        raise _fail(
+            "provider_name", "must be 1-64 letters, digits, '.', '_' or '-', starting alnum"
+        )
+    return name
+
+
+def _check_command(command: object) -> str:
+    if not isinstance(command, str) or command == "":
+        raise _fail("command", "must be a non-empty string")
+    _no_nul("command", command)
+    return command
+
+
+def _check_args(args: object) -> tuple[str, ...]:
+    if isinstance(args, str | bytes) or not isinstance(args, Sequence):
+        raise _fail("args", "must be a sequence of strings")
+    checked: list[str] = []
+    for item in cast("Sequence[object]", args):
+        if not isinstance(item, str):
+            raise _fail("args", "must contain only strings")
+        _no_nul("args", item)
+        checked.append(item)
+    return tuple(checked)
+
+
+def _check_permission(permission: object) -> PermissionPolicy:
+    if permission == "allow":
+        return "allow"
+    if permission == "reject":
+        return "reject"
+    raise _fail("permission", 'must be "allow" or "reject"')
+
+
+def _check_frame(frame: object) -> int:
+    if isinstance(frame, bool) or not isinstance(frame, int) or frame <= 0:
+        raise _fail("max_frame_bytes", "must be a positive int")
+    return frame
+
+
 def _check_env(env: object) -> dict[str, str | None]:
     if not isinstance(env, Mapping):
         raise _fail("env", "must be a mapping of names to strings or None")
     checked: dict[str, str | None] = {}
-    entries: list[tuple[object, object]] = list(env.items())  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
-    for name, value in entries:
+    for name, value in cast("Mapping[object, object]", env).items():
         if not isinstance(name, str) or name == "" or "=" in name or "\x00" in name:
             raise _fail("env", "names must be non-empty strings without '=' or NUL")
         if value is not None and (not isinstance(value, str) or "\x00" in value):

@@ -327,6 +327,7 @@ class ACPRun(SubagentRun):
     async def _teardown(self, proc: ManagedProcess, session: Session) -> bool:
         """The managed ladder; keeps stdout drained so a child blocked on it can exit."""
         config = self._config
+        gone = False
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as tg:
                 if session.transport.overflowed:

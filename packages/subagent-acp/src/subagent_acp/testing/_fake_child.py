@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Generator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 SCRIPT_ENV = "ACP_FAKE_SCRIPT"
 """Environment variable holding the whole scenario as a JSON object."""
@@ -106,6 +106,14 @@ def load_script(argv: list[str], environ: Mapping[str, str]) -> dict[str, Any]:
     return script
 
 
+def _dict(value: object) -> dict[str, Any]:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return cast("list[Any]", value) if isinstance(value, list) else []
+
+
 def _split(text: str, count: int) -> list[str]:
     count = max(1, count)
     if not text:
@@ -177,14 +185,15 @@ class FakeChild:
 
     def _marker(self, point: str) -> None:
         markers: object = self._script.get("markers", [])
-        if isinstance(markers, dict):
-            markers = [markers]
-        for item in markers if isinstance(markers, list) else []:  # pyright: ignore[reportUnknownVariableType]
-            if isinstance(item, dict) and item.get("at", "start") == point:  # pyright: ignore[reportUnknownMemberType]
-                Path(str(item["path"])).write_text(str(item.get("text", point)), "utf-8")  # pyright: ignore[reportUnknownArgumentType]
+        items: list[object] = [markers] if isinstance(markers, dict) else _list(markers)
+        for raw in items:
+            item = _dict(raw)
+            if "path" in item and item.get("at", "start") == point:
+                Path(str(item["path"])).write_text(str(item.get("text", point)), "utf-8")
 
     def _inject(self, point: str) -> None:
-        for item in self._script.get("inject", []):
+        for raw in _list(self._script.get("inject")):
+            item = _dict(raw)
             if item.get("at") != point:
                 continue
             kind = item.get("kind", "malformed")
@@ -205,25 +214,25 @@ class FakeChild:
         self._flush()
 
     def _crash(self, point: str) -> None:
-        crash = self._script.get("crash")
-        if not isinstance(crash, dict) or crash.get("at") != point:  # pyright: ignore[reportUnknownMemberType]
+        crash = _dict(self._script.get("crash"))
+        if crash.get("at") != point:
             return
         self._flush()
-        name = crash.get("signal")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        name = crash.get("signal")
         if isinstance(name, str):
             os.kill(os.getpid(), getattr(signal, name))
             threading.Event().wait(10)
-        os._exit(int(crash.get("exit_code", 1)))  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+        os._exit(int(crash.get("exit_code", 1)))
 
     def _scripted_error(self, point: str, request_id: object) -> bool:
-        error = self._script.get("error")
-        if not isinstance(error, dict) or error.get("at") != point:  # pyright: ignore[reportUnknownMemberType]
+        error = _dict(self._script.get("error"))
+        if error.get("at") != point:
             return False
         self._respond_error(
             request_id,
-            int(error.get("code", -32000)),  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
-            str(error.get("message", "Authentication required")),  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
-            error.get("data"),  # pyright: ignore[reportUnknownMemberType]
+            int(error.get("code", -32000)),
+            str(error.get("message", "Authentication required")),
+            error.get("data"),
         )
         return True
 
@@ -237,14 +246,14 @@ class FakeChild:
         return self._script.get("hang_at") != point or point == "prompt"
 
     def _result_for(self, point: str, default: object) -> object:
-        results = self._script.get("results", {})
-        return results[point] if isinstance(results, dict) and point in results else default
+        results = _dict(self._script.get("results"))
+        return results.get(point, default)
 
     # -- methods -----------------------------------------------------------------------------
 
     def _on_initialize(self, request_id: object) -> None:
         if self._enter("initialize", request_id):
-            default = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
+            default: Message = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
             self._respond(request_id, self._result_for("initialize", default))
 
     def _on_new_session(self, request_id: object, params: Message) -> None:
@@ -294,7 +303,7 @@ class FakeChild:
             self._chunk(os.getcwd())
         if script.get("echo_session_cwd"):
             self._chunk(str(self._session_cwd))
-        for name in script.get("echo_env", []):
+        for name in _list(script.get("echo_env")):
             value = os.environ.get(name)
             self._chunk(f"{name}={value}\n" if value is not None else f"{name} unset\n")
         if script.get("thought"):
@@ -331,35 +340,28 @@ class FakeChild:
                     "content": {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
                 }
             )
-        for method in script.get("probe_requests", []):
+        for method in _list(script.get("probe_requests")):
             request_id = self._request(method, self._probe_params(method))
             self._flush()
             answer = yield request_id
-            error = answer.get("error")
-            code = error.get("code") if isinstance(error, dict) else "ok"  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            code = _dict(answer.get("error")).get("code", "ok")
             self._chunk(f"[{method} -> {code}]")
-        stop_reason = script.get("stop_reason", "end_turn")
-        permission = script.get("permission")
-        if isinstance(permission, dict):
-            request_id = self._request(
-                "session/request_permission", self._permission_params(permission)
-            )  # pyright: ignore[reportUnknownArgumentType]
+        stop_reason: object = script.get("stop_reason", "end_turn")
+        if isinstance(script.get("permission"), dict):
+            permission = _dict(script.get("permission"))
+            params = self._permission_params(permission)
+            request_id = self._request("session/request_permission", params)
             self._flush()
             answer = yield request_id
-            outcome = (
-                answer.get("result", {}).get("outcome", {})
-                if isinstance(answer.get("result"), dict)
-                else {}
-            )
+            outcome = _dict(_dict(answer.get("result")).get("outcome"))
             if outcome.get("outcome") == "selected":
-                selected = outcome.get("optionId")
-                if permission.get("echo_outcome", True):  # pyright: ignore[reportUnknownMemberType]
-                    self._chunk(f"[permission selected {selected}]")
-                stop_reason = permission.get("stop_reason_if_selected", stop_reason)  # pyright: ignore[reportUnknownMemberType]
+                if permission.get("echo_outcome", True):
+                    self._chunk(f"[permission selected {outcome.get('optionId')}]")
+                stop_reason = permission.get("stop_reason_if_selected", stop_reason)
             else:
-                if permission.get("echo_outcome", True):  # pyright: ignore[reportUnknownMemberType]
+                if permission.get("echo_outcome", True):
                     self._chunk("[permission cancelled]")
-                stop_reason = permission.get("stop_reason_if_cancelled", stop_reason)  # pyright: ignore[reportUnknownMemberType]
+                stop_reason = permission.get("stop_reason_if_cancelled", stop_reason)
         for piece in _split(str(script.get("text", "")), int(script.get("chunks", 1))):
             self._chunk(piece)
         huge = script.get("huge_chunk_bytes")
@@ -370,7 +372,8 @@ class FakeChild:
             self._flush()
             return  # the answer comes with session/cancel (or never)
         if not self._scripted_error("prompt_end", self._prompt_id):
-            self._respond(self._prompt_id, self._result_for("prompt", {"stopReason": stop_reason}))
+            answer_default: Message = {"stopReason": stop_reason}
+            self._respond(self._prompt_id, self._result_for("prompt", answer_default))
         self._prompt_id = None
 
     def _probe_params(self, method: str) -> Message:
@@ -403,10 +406,10 @@ class FakeChild:
     def _start(self) -> None:
         if self._script.get("trap_sigterm"):
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        stderr = self._script.get("stderr")
-        if isinstance(stderr, dict):
-            text = str(stderr.get("text", "secret")).encode("utf-8", "surrogateescape")  # pyright: ignore[reportUnknownMemberType]
-            total = int(stderr.get("bytes", len(text)))  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+        stderr = _dict(self._script.get("stderr"))
+        if stderr:
+            text = str(stderr.get("text", "secret")).encode("utf-8", "surrogateescape")
+            total = int(stderr.get("bytes", len(text)))
             data = (text * (total // max(1, len(text)) + 1))[:total]
             sys.stderr.buffer.write(data)
             sys.stderr.buffer.flush()
@@ -422,20 +425,19 @@ class FakeChild:
 
     def _on_eof(self) -> int:
         self._marker("eof")
-        eof_marker = self._script.get("eof_marker")
+        eof_marker = _dict(self._script.get("eof_marker"))
         if self._script.get("ignore_eof"):
             while True:
                 threading.Event().wait(3600)
-        if isinstance(eof_marker, dict):
-            threading.Event().wait(float(eof_marker.get("delay_seconds", 0.2)))  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
-            Path(str(eof_marker["path"])).write_text("flushed", "utf-8")  # pyright: ignore[reportUnknownArgumentType]
+        if "path" in eof_marker:
+            threading.Event().wait(float(eof_marker.get("delay_seconds", 0.2)))
+            Path(str(eof_marker["path"])).write_text("flushed", "utf-8")
         return 0
 
     def _dispatch(self, message: Message) -> None:
         method = message.get("method")
         request_id = message.get("id")
-        raw_params = message.get("params")
-        params: Message = raw_params if isinstance(raw_params, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+        params = _dict(message.get("params"))
         if method is None:
             if request_id is not None and request_id == self._waiting_for:
                 self._advance(message)
@@ -464,7 +466,7 @@ class FakeChild:
             except ValueError:
                 continue
             if isinstance(message, dict):
-                self._dispatch(message)  # pyright: ignore[reportUnknownArgumentType]
+                self._dispatch(_dict(cast(object, message)))
             self._flush()
 
 
