@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
 from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
 
 

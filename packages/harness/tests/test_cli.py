@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from harness.cli import app
+from typer.testing import CliRunner
 
 COMMANDS = [
     "demo",
@@ -39,9 +38,7 @@ def test_no_arguments_shows_help() -> None:
     assert "Usage: harness" in result.output
 
 
-@pytest.mark.parametrize(
-    "command", [c for c in COMMANDS if not c.startswith("fake-")]
-)
+@pytest.mark.parametrize("command", [c for c in COMMANDS if not c.startswith("fake-")])
 def test_each_command_has_help(command: str) -> None:
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0
@@ -74,7 +71,9 @@ def test_bad_config_names_the_key(tmp_path: Path) -> None:
     config.write_text('[providers.x]\nkind = "acp"\ncommand = 3\n', encoding="utf-8")
     result = runner.invoke(app, ["providers", "--config", str(config)])
     assert result.exit_code == 2
-    assert result.stderr == "harness: harness.toml: providers.x.command: must be a non-empty string\n"
+    assert (
+        result.stderr == "harness: harness.toml: providers.x.command: must be a non-empty string\n"
+    )
 
 
 def test_the_workspace_config_is_found(tmp_path: Path) -> None:
@@ -87,8 +86,16 @@ def test_the_workspace_config_is_found(tmp_path: Path) -> None:
 def test_delegate_to_an_unknown_provider_is_a_usage_error(tmp_path: Path) -> None:
     result = runner.invoke(
         app,
-        ["delegate", "hi", "--provider", "nope", "--workspace", str(tmp_path),
-         "--base-url", "http://127.0.0.1:9"],
+        [
+            "delegate",
+            "hi",
+            "--provider",
+            "nope",
+            "--workspace",
+            str(tmp_path),
+            "--base-url",
+            "http://127.0.0.1:9",
+        ],
     )
     assert result.exit_code == 2
     assert result.stderr == 'harness: no provider named "nope" (configured: acp, dsh-sdk, model)\n'

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from harness import ConfigError, HarnessConfig, ModelSettings, ProviderSettings, load_config
 from harness._config import parse_config
 

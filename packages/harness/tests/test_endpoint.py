@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from harness import ModelSettings
 from harness._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
 

@@ -6,7 +6,11 @@ from typing import Any
 
 import typer
 
-_PASSTHROUGH: dict[str, Any] = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+_PASSTHROUGH: dict[str, Any] = {
+    "allow_extra_args": True,
+    "ignore_unknown_options": True,
+    "help_option_names": [],
+}
 
 
 def _exit_with(code: int | None) -> None:

@@ -1,0 +1,161 @@
+"""The real `python -m harness`: exit codes, no tracebacks, fast help, Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from model_agent.testing import open_scripted_model_server
+from subagent_core import child_env, open_managed_process
+
+HARNESS = [sys.executable, "-m", "harness"]
+
+
+async def _run(
+    args: list[str], *, env: dict[str, str | None] | None = None
+) -> tuple[int, str, str]:
+    async with open_managed_process(
+        [*HARNESS, *args], env=child_env(env or {}), stdin="devnull", stderr="pipe"
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        out, err = bytearray(), bytearray()
+
+        async def drain(stream: anyio.abc.ByteReceiveStream, into: bytearray) -> None:
+            async for chunk in stream:
+                into.extend(chunk)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain, process.stdout, out)
+            tg.start_soon(drain, process.stderr, err)
+        outcome = await process.wait()
+    assert outcome.exit_code is not None
+    return outcome.exit_code, out.decode(), err.decode()
+
+
+async def test_help_is_fast_and_imports_nothing_heavy() -> None:
+    with anyio.fail_after(60):
+        code, out, _ = await _run(["--help"])
+        assert code == 0
+        assert "acp-agent" in out
+        script = (
+            "import sys, harness.cli; "
+            "print(sorted(m for m in ('acp', 'httpx', 'model_agent', 'subagent_acp', "
+            "'subagent_sdk', 'rich') if m in sys.modules))"
+        )
+        async with open_managed_process([sys.executable, "-c", script], stdin="devnull") as process:
+            assert process.stdout is not None
+            text = b"".join([chunk async for chunk in process.stdout]).decode()
+            await process.wait()
+    assert text.strip() == "[]"
+
+
+async def test_missing_key_is_exit_2_without_traceback(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        code, out, err = await _run(
+            ["run", "--workspace", str(tmp_path), "hello"],
+            env={"DEEPSEEK_API_KEY": None, "DEEPSEEK_BASE_URL": None},
+        )
+    assert code == 2
+    assert out == ""
+    assert err.startswith("harness: DEEPSEEK_API_KEY is not set.")
+    assert "Traceback" not in err
+
+
+async def test_bad_config_is_exit_2_naming_the_key(tmp_path: Path) -> None:
+    (tmp_path / "harness.toml").write_text('[providers.a]\nkind = "nope"\n', encoding="utf-8")
+    with anyio.fail_after(60):
+        code, _, err = await _run(["providers", "--workspace", str(tmp_path)])
+    assert code == 2
+    assert err == 'harness: harness.toml: providers.a.kind: must be "acp", "sdk" or "model"\n'
+
+
+async def test_run_streams_the_answer_and_exits_0(tmp_path: Path) -> None:
+    rules = {"rules": [{"match": "greet", "replies": [{"text": "Hello, person.", "chunks": 3}]}]}
+    with anyio.fail_after(60):
+        async with open_scripted_model_server(rules) as server:
+            code, out, err = await _run(
+                ["run", "--workspace", str(tmp_path), "--base-url", server.base_url, "greet me"]
+            )
+    assert code == 0
+    assert out == "Hello, person.\n"
+    assert "completed: 0 tool call(s), 0 child(ren); tokens in" in err
+
+
+async def test_run_with_a_failing_model_exits_1(tmp_path: Path) -> None:
+    rules = {"rules": [{"match": "boom", "replies": [{"status": 400}]}]}
+    with anyio.fail_after(60):
+        async with open_scripted_model_server(rules) as server:
+            code, out, err = await _run(
+                ["run", "--workspace", str(tmp_path), "--base-url", server.base_url, "boom"]
+            )
+    assert code == 1
+    assert out == ""
+    assert "failed: 0 tool call(s)" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+async def test_ctrl_c_cancels_the_running_command_and_exits_1(tmp_path: Path) -> None:
+    """SIGINT reaches the agent's running command; the summary is printed; nothing is left."""
+    rules = {
+        "rules": [
+            {
+                "match": "long job",
+                "replies": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "process_execute",
+                                "arguments": {"command": "echo go > started; sleep 60"},
+                            }
+                        ]
+                    },
+                    {"text": "never"},
+                ],
+            }
+        ]
+    }
+    marker = anyio.Path(tmp_path / "started")
+    with anyio.fail_after(60):
+        async with open_scripted_model_server(rules) as server:
+            argv = [
+                *HARNESS,
+                "run",
+                "--mode",
+                "execute",
+                "--workspace",
+                str(tmp_path),
+                "--base-url",
+                server.base_url,
+                "long job",
+            ]
+            async with open_managed_process(
+                argv, env=child_env({}), stdin="devnull", stderr="pipe"
+            ) as process:
+                assert process.stdout is not None
+                assert process.stderr is not None
+                err = bytearray()
+
+                async def drain_err() -> None:
+                    assert process.stderr is not None
+                    async for chunk in process.stderr:
+                        err.extend(chunk)
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(drain_err)
+                    # The command writes the marker: only then is there something to cancel.
+                    while not await marker.exists():  # noqa: ASYNC110
+                        await anyio.sleep(0.02)
+                    os.kill(process.pid, signal.SIGINT)
+                    async for _ in process.stdout:
+                        pass
+                outcome = await process.wait()
+    assert outcome.exit_code == 1
+    text = err.decode()
+    assert "cancelled by signal; every command and child was stopped" in text
+    assert "Traceback" not in text
