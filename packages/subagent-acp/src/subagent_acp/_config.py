@@ -59,7 +59,7 @@ def _resolve_cwd(value: object) -> Path | None:
         return None
     if not isinstance(value, str | os.PathLike):
         raise _fail("cwd", "must be a path or None")
-    text = _fspath(value)
+    text = _fspath(cast(object, value))
     if not isinstance(text, str) or text == "":
         raise _fail("cwd", 'must be a non-empty path ("" is not a directory)')
     _no_nul("cwd", text)
