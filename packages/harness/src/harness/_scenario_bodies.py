@@ -238,8 +238,29 @@ async def _sdk_self(context: ScenarioContext) -> SubagentResult:
 
 
 async def _acp_fake(context: ScenarioContext) -> SubagentResult:
-    env = {"FAKE_ACP_TEXT": "Hello from the fake ACP child.", "FAKE_ACP_CHUNKS": "3"}
+    from subagent_acp.testing import script_env
+
+    env = script_env({"text": "Hello from the fake ACP child.", "chunks": 3})
     return await run_child(fake_acp_provider(context, env), "say hello", context)
+
+
+async def _sdk_fake(context: ScenarioContext) -> SubagentResult:
+    from subagent_sdk.testing import FakeScript
+
+    script = FakeScript(text="Hello from the fake SDK runtime.", deltas=3)
+    command, *prefix = HARNESS_ARGV
+    eof, term, kill = context.graces
+    provider = SDKProvider(
+        SDKConfig(
+            provider_name="dsh-sdk-fake",
+            command=command,
+            args=[*prefix, "fake-sdk-runtime", "--json", script.to_json()],
+            dispose_eof_grace_seconds=eof,
+            dispose_grace_seconds=term,
+            dispose_kill_grace_seconds=kill,
+        )
+    )
+    return await run_child(provider, "say hello", context)
 
 
 def demo() -> list[Scenario]:
@@ -270,6 +291,14 @@ def demo() -> list[Scenario]:
             body=_acp_self,
             expect=Expectation(
                 stop_reason="completed", output_contains="Hello over ACP from harness."
+            ),
+        ),
+        Scenario(
+            name="sdk: fake SDK runtime",
+            rules=[],
+            body=_sdk_fake,
+            expect=Expectation(
+                stop_reason="completed", output_contains="Hello from the fake SDK runtime."
             ),
         ),
         Scenario(
