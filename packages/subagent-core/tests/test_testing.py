@@ -1,0 +1,62 @@
+"""The shipped test support: spawn tracking, the subreaper, and leak detection."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+import anyio
+import psutil
+import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+from subagent_core import open_managed_process
+from subagent_core.testing import (
+    become_subreaper,
+    kill_leaks,
+    leaked_processes,
+    live_group_members,
+    track_spawns,
+)
+
+ChildArgv = Callable[..., list[str]]
+
+
+async def test_spawns_are_tracked_and_the_group_is_seen_live(
+    child: ChildArgv, process_leak_guard: list[int]
+) -> None:
+    with anyio.fail_after(20), track_spawns() as inner:
+        async with open_managed_process(child("eof_exit")) as proc:
+            assert proc.stdout is not None
+            await BufferedByteReceiveStream(proc.stdout).receive_until(b"\n", 64)
+            assert inner == [proc.pid]
+            assert process_leak_guard == [proc.pid]
+            assert live_group_members(proc.pid) == [proc.pid]
+        assert live_group_members(proc.pid) == []
+        assert leaked_processes(inner) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux")
+@pytest.mark.parametrize("mode", ["same-group", "setsid"])
+async def test_an_orphaned_grandchild_is_adopted_reported_and_killed(
+    child: ChildArgv, mode: str
+) -> None:
+    assert become_subreaper()
+    args = ("setsid",) if mode == "setsid" else ()
+    with anyio.fail_after(20):
+        async with open_managed_process(child("grandchild_holds_stdout", *args)) as proc:
+            assert proc.stdout is not None
+            grandchild = int(await BufferedByteReceiveStream(proc.stdout).receive_until(b"\n", 64))
+            await proc.close_stdin()
+            await proc.wait()
+            # The leader is gone: its orphan was adopted by this (subreaper) process.
+            assert psutil.Process(grandchild).ppid() == os.getpid()
+            leaks = leaked_processes([proc.pid])
+            in_group = [f"group {proc.pid}: pid {grandchild}"] if mode == "same-group" else []
+            assert leaks[: len(in_group)] == in_group
+            assert len(leaks) == len(in_group) + 1
+            assert leaks[-1].startswith(f"descendant pid {grandchild}: {sys.executable} -c ")
+            kill_leaks([proc.pid])
+            assert leaked_processes([proc.pid]) == []
+            assert not psutil.pid_exists(grandchild)  # killed and reaped, not left a zombie
+            assert await proc.terminate(0.0, 0.0, 5.0) is True
