@@ -1,0 +1,142 @@
+"""`SDKConfig`: how to start and drive an SDK runtime, validated at construction."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, cast
+
+from ._framing import DEFAULT_MAX_FRAME_BYTES
+
+DEFAULT_PROVIDER_NAME: Final = "dsh-sdk"
+
+
+def _no_env() -> dict[str, str | None]:
+    return {}
+
+
+def _reject(key: str, why: str) -> ValueError:
+    return ValueError(f"SDKConfig.{key} {why}")
+
+
+def _positive_seconds(key: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _reject(key, "must be a number of seconds")
+    if not math.isfinite(value) or value <= 0:
+        raise _reject(key, "must be positive and finite")
+    return float(value)
+
+
+def _non_empty(key: str, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise _reject(key, "must be a non-empty string")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SDKConfig:
+    """One SDK provider's settings; every field is checked when the config is built.
+
+    Raises:
+        ValueError: a field is invalid; the message names the key.
+    """
+
+    provider_name: str = DEFAULT_PROVIDER_NAME
+    """Registry name; also the `provider:` of diagnostics."""
+    command: str
+    """The runtime executable, argv[0]; never shell-interpreted."""
+    args: Sequence[str] = ()
+    """The argv tail."""
+    cwd: Path | str | None = None
+    """Runtime cwd and `initialize` cwd; relative → resolved now. Default: the request's cwd."""
+    provider: str = "deepseek-official"
+    """`initialize.provider`: which model provider the runtime should use."""
+    model: str = "deepseek-chat"
+    """`initialize.model`."""
+    max_tokens: int | None = None
+    """`initialize.maxTokens`, a positive int; left out of the handshake when `None`."""
+    env: Mapping[str, str | None] = field(default_factory=_no_env)
+    """Explicit child env laid over the scrubbed parent env; `None` removes a name."""
+    shutdown_timeout_seconds: float = 1.0
+    """Bound on the `shutdown` request before the ladder."""
+    dispose_eof_grace_seconds: float = 6.0
+    """After stdin EOF, before SIGTERM."""
+    dispose_grace_seconds: float = 3.0
+    """After SIGTERM, before SIGKILL."""
+    dispose_kill_grace_seconds: float = 3.0
+    """After SIGKILL, before reporting the tree not gone."""
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    """Longest accepted line from the runtime; a longer one is a transport failure."""
+
+    def __post_init__(self) -> None:
+        # Values may come from a config file, so every check works on `object`.
+        _non_empty("provider_name", self.provider_name)
+        _non_empty("command", self.command)
+        object.__setattr__(self, "args", _string_list("args", cast(object, self.args)))
+        object.__setattr__(self, "cwd", _resolve_cwd(self.cwd))
+        _non_empty("provider", self.provider)
+        _non_empty("model", self.model)
+        tokens = cast(object, self.max_tokens)
+        if tokens is not None and not _positive_int(tokens):
+            raise _reject("max_tokens", "must be a positive int or None")
+        object.__setattr__(self, "env", _env_mapping(cast(object, self.env)))
+        for key in (
+            "shutdown_timeout_seconds",
+            "dispose_eof_grace_seconds",
+            "dispose_grace_seconds",
+            "dispose_kill_grace_seconds",
+        ):
+            object.__setattr__(self, key, _positive_seconds(key, getattr(self, key)))
+        if not _positive_int(cast(object, self.max_frame_bytes)):
+            raise _reject("max_frame_bytes", "must be a positive int")
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _string_list(key: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise _reject(key, "must be a list of strings")
+    items = tuple(cast(Sequence[object], value))
+    if not all(isinstance(item, str) for item in items):
+        raise _reject(key, "must be a list of strings")
+    return cast(tuple[str, ...], items)
+
+
+def _env_mapping(value: object) -> dict[str, str | None]:
+    if not isinstance(value, Mapping):
+        raise _reject("env", "must be a mapping of names to strings or None")
+    env: dict[str, str | None] = {}
+    for name, item in cast(Mapping[object, object], value).items():
+        if not isinstance(name, str) or not name or not (item is None or isinstance(item, str)):
+            raise _reject("env", "must be a mapping of names to strings or None")
+        env[name] = item
+    return env
+
+
+def _resolve_cwd(cwd: object) -> Path | None:
+    if cwd is None:
+        return None
+    if not isinstance(cwd, str | Path) or cwd == "":
+        raise _reject("cwd", "must be a non-empty path or None")
+    return Path(cwd).absolute()
+
+
+def usable_cwd(config_cwd: Path | str | None, request_cwd: Path | None) -> Path | None:
+    """The workspace a run uses: the config's, else the request's (which must be absolute).
+
+    `None` when there is none or it is not an enterable directory; the harness's own cwd is
+    never used as a fallback.
+    """
+    if config_cwd is not None:
+        candidate = Path(config_cwd)
+    elif request_cwd is not None and Path(request_cwd).is_absolute():
+        candidate = Path(request_cwd)
+    else:
+        return None
+    if not candidate.is_dir() or not os.access(candidate, os.X_OK):
+        return None
+    return candidate

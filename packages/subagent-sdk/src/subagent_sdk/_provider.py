@@ -1,0 +1,240 @@
+"""`SDKProvider`: each run is a fresh SDK runtime, one fresh session and one prompt.
+
+Start: pre-cancel spawns nothing; the workspace is resolved before any spawn; spawn and
+`initialize` race the cancel signal; any failure rolls the runtime back before the start error
+is raised. A published run prompts at once and settles from the root session's last turn end;
+a local cancel settles `aborted` at once and `dispose()` closes the client.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from pathlib import Path
+
+import anyio
+from subagent_core import (
+    NO_CAPABILITIES,
+    CancelSignal,
+    Capabilities,
+    SubagentRequest,
+    SubagentResult,
+    SubagentRun,
+    child_env,
+    compose_start_error,
+    failure_line,
+    new_run_id,
+)
+
+from ._background import BackgroundTask
+from ._client import SDKClient
+from ._config import SDKConfig, usable_cwd
+from ._errors import TransportClosedError
+from ._mapping import error_category, turn_end_result
+from ._transcript import RunTranscript
+
+_log = logging.getLogger("subagent_sdk")
+
+_OUTCOME_WAIT_SECONDS = 1.0
+"""How long a transport failure waits for the process outcome before classifying."""
+
+
+def new_session_id() -> str:
+    """`session-` followed by 32 lowercase hex characters."""
+    return "session-" + uuid.uuid4().hex
+
+
+async def _failure_line(provider: str, stage: str, error: BaseException, client: SDKClient) -> str:
+    """The safe line for an error at a stage: class only, plus observed exit facts."""
+    category = error_category(error)
+    if isinstance(error, TransportClosedError):
+        outcome = await client.wait_outcome(_OUTCOME_WAIT_SECONDS)
+        if outcome is not None:
+            return failure_line(
+                provider, stage, category, exit_code=outcome.exit_code, signal=outcome.signal
+            )
+    return failure_line(provider, stage, category)
+
+
+def _shutdown_line(provider: str, client: SDKClient) -> str:
+    outcome = client.outcome
+    return failure_line(
+        provider,
+        "shutdown",
+        "unknown",
+        exit_code=None if outcome is None else outcome.exit_code,
+        signal=None if outcome is None else outcome.signal,
+    )
+
+
+async def _cancel_scope_on(signal: CancelSignal, scope: anyio.CancelScope) -> None:
+    await signal.wait()
+    scope.cancel()
+
+
+class SDKProvider:
+    """Runs children as SDK runtime processes; registered under `config.provider_name`."""
+
+    def __init__(self, config: SDKConfig) -> None:
+        self._config = config
+
+    @property
+    def name(self) -> str:
+        return self._config.provider_name
+
+    @property
+    def config(self) -> SDKConfig:
+        return self._config
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """All false: a runtime's depth, tools, persona or schema cannot be enforced from here."""
+        return NO_CAPABILITIES
+
+    @property
+    def inherits_parent_context(self) -> bool:
+        return False
+
+    def _client(self, cwd: Path) -> SDKClient:
+        config = self._config
+        return SDKClient(
+            config.command,
+            config.args,
+            cwd=cwd,
+            env=child_env(config.env),
+            max_frame_bytes=config.max_frame_bytes,
+            shutdown_timeout_seconds=config.shutdown_timeout_seconds,
+            eof_grace_seconds=config.dispose_eof_grace_seconds,
+            term_grace_seconds=config.dispose_grace_seconds,
+            kill_grace_seconds=config.dispose_kill_grace_seconds,
+        )
+
+    async def start(self, request: SubagentRequest) -> SubagentRun:
+        """Spawns the runtime, completes `initialize`, and publishes the run.
+
+        Raises:
+            SubagentStartError: cancelled, no usable workspace, or the runtime failed to start
+                or answer `initialize`; the runtime is rolled back first.
+        """
+        config = self._config
+        if request.cancel.cancelled:
+            raise compose_start_error("SDK", cancelled=True, startup_line=None, cleanup_line=None)
+        cwd = usable_cwd(config.cwd, request.cwd)
+        if cwd is None:
+            raise compose_start_error(
+                "SDK",
+                cancelled=False,
+                startup_line=failure_line(self.name, "initialize", "configuration"),
+                cleanup_line=None,
+            )
+        client = self._client(cwd)
+        failure: Exception | None = None
+        startup_line: str | None = None
+        cancelled = False
+        try:
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(_cancel_scope_on, request.cancel, task_group.cancel_scope)
+                try:
+                    await client.start()
+                    await client.initialize(
+                        cwd=str(cwd),
+                        provider=config.provider,
+                        model=config.model,
+                        max_tokens=config.max_tokens,
+                    )
+                except Exception as error:
+                    failure = error
+                    # A cancel requested before the failure was classified wins.
+                    cancelled = request.cancel.cancelled
+                task_group.cancel_scope.cancel()
+            if failure is None and request.cancel.cancelled:
+                cancelled = True
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await client.close()
+            raise
+        if failure is not None or cancelled:
+            if failure is not None:
+                _log.debug("SDK runtime failed to start: %r", failure)
+                if not cancelled:
+                    with anyio.CancelScope(shield=True):
+                        startup_line = await _failure_line(self.name, "initialize", failure, client)
+            gone = await client.close()
+            raise compose_start_error(
+                "SDK",
+                cancelled=cancelled,
+                startup_line=startup_line,
+                cleanup_line=None if gone else _shutdown_line(self.name, client),
+            ) from failure
+        return _SDKRun(self.name, client, request)
+
+
+class _SDKRun(SubagentRun):
+    """One published runtime: its driver prompts and collects; `dispose()` closes it."""
+
+    def __init__(self, provider: str, client: SDKClient, request: SubagentRequest) -> None:
+        self.id = new_run_id()
+        self._provider = provider
+        self._client = client
+        self._request = request
+        self._transcript = RunTranscript(new_session_id())
+        self._settled = anyio.Event()
+        self._result: SubagentResult | None = None
+        self._dispose_lock = anyio.Lock()
+        self._disposed = False
+        self._dispose_text: str | None = None
+        self._driver = BackgroundTask(self._drive, name="subagent-sdk run")
+
+    def _settle(self, result: SubagentResult) -> None:
+        if self._result is None:
+            self._result = result
+            self._settled.set()
+
+    def _settle_aborted(self) -> None:
+        self._settle(SubagentResult(stop_reason="aborted", output=self._transcript.output))
+
+    async def _drive(self) -> None:
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(self._settle_on_cancel, task_group.cancel_scope)
+            self._settle(await self._collect())
+            task_group.cancel_scope.cancel()
+
+    async def _settle_on_cancel(self, scope: anyio.CancelScope) -> None:
+        await self._request.cancel.wait()
+        # Local cancel: settle now with the output so far; the process waits for dispose().
+        self._settle_aborted()
+        scope.cancel()
+
+    async def _collect(self) -> SubagentResult:
+        transcript = self._transcript
+        try:
+            await self._client.run_prompt(
+                transcript.session_id, self._request.prompt, transcript=transcript
+            )
+        except Exception as error:
+            _log.debug("SDK run failed: %r", error)
+            line = await _failure_line(self._provider, "session-run", error, self._client)
+            return SubagentResult(stop_reason="error", output=transcript.output, diagnostic=line)
+        stop_reason, diagnostic = turn_end_result(self._provider, transcript.turn_end)
+        return SubagentResult(
+            stop_reason=stop_reason, output=transcript.output, diagnostic=diagnostic
+        )
+
+    async def result(self) -> SubagentResult:
+        await self._settled.wait()
+        assert self._result is not None
+        return self._result
+
+    async def dispose(self) -> str | None:
+        with anyio.CancelScope(shield=True):
+            async with self._dispose_lock:
+                if not self._disposed:
+                    self._settle_aborted()
+                    self._driver.cancel()
+                    await self._driver.wait()
+                    gone = await self._client.close()
+                    self._dispose_text = (
+                        None if gone else _shutdown_line(self._provider, self._client)
+                    )
+                    self._disposed = True
+                return self._dispose_text
