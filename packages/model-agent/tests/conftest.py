@@ -3,7 +3,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from model_agent import AgentConfig, ModelEndpoint, PhaseTimeouts
 from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
 

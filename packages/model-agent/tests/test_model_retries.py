@@ -8,7 +8,6 @@ import socket
 import anyio
 import httpx
 import pytest
-
 from model_agent import (
     ModelClient,
     ModelEndpoint,
@@ -147,9 +146,7 @@ async def test_a_status_is_retried_only_when_the_operator_opted_in(sleep) -> Non
         async with open_scripted_model_server(
             script({"status": 503, "times": 2}, {"text": "recovered"})
         ) as server:
-            reply, events = await complete(
-                server.base_url, sleep, retry_statuses=frozenset({503})
-            )
+            reply, events = await complete(server.base_url, sleep, retry_statuses=frozenset({503}))
             assert server.request_count == 3
     assert reply.content == "recovered"
     assert sleep.delays == [0.5, 1.0]
@@ -230,16 +227,18 @@ async def test_cancel_during_a_hanging_request_ends_it(sleep) -> None:
     cancel = CancelSignal()
     with anyio.fail_after(30):
         async with open_scripted_model_server(script({"hang": "after-headers"})) as server:
-            async with ModelClient(endpoint(server.base_url), sleep=sleep) as client:
-                async with anyio.create_task_group() as group:
 
-                    async def cancel_when_arrived() -> None:
-                        await server.wait_for_requests(1)
-                        cancel.cancel()
+            async def cancel_when_arrived() -> None:
+                await server.wait_for_requests(1)
+                cancel.cancel()
 
-                    group.start_soon(cancel_when_arrived)
-                    with pytest.raises(ModelRequestError) as caught:
-                        await client.complete(MESSAGES, cancel=cancel)
+            async with (
+                ModelClient(endpoint(server.base_url), sleep=sleep) as client,
+                anyio.create_task_group() as group,
+            ):
+                group.start_soon(cancel_when_arrived)
+                with pytest.raises(ModelRequestError) as caught:
+                    await client.complete(MESSAGES, cancel=cancel)
             assert server.request_count == 1
     assert caught.value.kind == "cancelled"
 
@@ -252,14 +251,42 @@ def _chained(top: httpx.HTTPError, cause: BaseException) -> httpx.HTTPError:
 @pytest.mark.parametrize(
     ("error", "reason", "transient"),
     [
-        (_chained(httpx.ConnectError("x"), ConnectionRefusedError(errno.ECONNREFUSED, "x")), "connection-refused", True),
-        (_chained(httpx.ReadError("x"), ConnectionResetError(errno.ECONNRESET, "x")), "connection-reset", True),
-        (_chained(httpx.ConnectError("x"), ConnectionAbortedError(errno.ECONNABORTED, "x")), "connection-aborted", True),
-        (_chained(httpx.ConnectError("x"), OSError(errno.ENETUNREACH, "x")), "network-unreachable", True),
-        (_chained(httpx.ConnectError("x"), OSError(errno.EHOSTUNREACH, "x")), "network-unreachable", True),
+        (
+            _chained(httpx.ConnectError("x"), ConnectionRefusedError(errno.ECONNREFUSED, "x")),
+            "connection-refused",
+            True,
+        ),
+        (
+            _chained(httpx.ReadError("x"), ConnectionResetError(errno.ECONNRESET, "x")),
+            "connection-reset",
+            True,
+        ),
+        (
+            _chained(httpx.ConnectError("x"), ConnectionAbortedError(errno.ECONNABORTED, "x")),
+            "connection-aborted",
+            True,
+        ),
+        (
+            _chained(httpx.ConnectError("x"), OSError(errno.ENETUNREACH, "x")),
+            "network-unreachable",
+            True,
+        ),
+        (
+            _chained(httpx.ConnectError("x"), OSError(errno.EHOSTUNREACH, "x")),
+            "network-unreachable",
+            True,
+        ),
         (_chained(httpx.WriteError("x"), BrokenPipeError(errno.EPIPE, "x")), "broken-pipe", True),
-        (_chained(httpx.ConnectError("x"), socket.gaierror(socket.EAI_AGAIN, "x")), "dns-temporary", True),
-        (_chained(httpx.ConnectError("x"), socket.gaierror(socket.EAI_NONAME, "x")), "dns-error", False),
+        (
+            _chained(httpx.ConnectError("x"), socket.gaierror(socket.EAI_AGAIN, "x")),
+            "dns-temporary",
+            True,
+        ),
+        (
+            _chained(httpx.ConnectError("x"), socket.gaierror(socket.EAI_NONAME, "x")),
+            "dns-error",
+            False,
+        ),
         (httpx.ConnectTimeout("x"), "connect-timeout", True),
         (httpx.ReadTimeout("x"), "timeout", True),
         (httpx.RemoteProtocolError("x"), "stream-cut", True),

@@ -11,7 +11,6 @@ import anyio
 import httpx
 import openai
 import pytest
-
 from model_agent.testing import ScriptError, open_scripted_model_server, parse_script
 from subagent_core import open_managed_process
 
@@ -20,8 +19,17 @@ SCRIPT: dict[str, Any] = {
         {
             "match": "weather",
             "replies": [
-                {"text": "Sunny and warm.", "chunks": 3, "reasoning": "Look outside.", "keepalives": 2},
-                {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}, "id": "call_a"}]},
+                {
+                    "text": "Sunny and warm.",
+                    "chunks": 3,
+                    "reasoning": "Look outside.",
+                    "keepalives": 2,
+                },
+                {
+                    "tool_calls": [
+                        {"name": "read_file", "arguments": {"path": "a.txt"}, "id": "call_a"}
+                    ]
+                },
                 {"status": 429, "times": 1},
             ],
         },
@@ -61,9 +69,8 @@ async def test_the_openai_client_streams_text_reasoning_usage_and_tool_calls() -
                 assert text == ["Sunny", " and ", "warm."]
                 assert "".join(reasoning) == "Look outside."
                 assert finish == ["stop"]
-                assert usage is not None and usage.total_tokens == (
-                    usage.prompt_tokens + usage.completion_tokens
-                )
+                assert usage is not None
+                assert usage.total_tokens == (usage.prompt_tokens + usage.completion_tokens)
 
                 stream = await client.chat.completions.create(
                     model="m",
@@ -103,12 +110,15 @@ async def test_the_openai_client_streams_text_reasoning_usage_and_tool_calls() -
 async def test_the_wire_bytes_are_sse_frames_ending_with_done() -> None:
     script = {"rules": [{"match": "", "replies": [{"text": "ab", "keepalives": 1}]}]}
     with anyio.fail_after(30):
-        async with open_scripted_model_server(script) as server:
-            async with httpx.AsyncClient() as client:
-                response = await client.post(
-                    server.base_url + "/chat/completions",
-                    json={"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True},
-                )
+        async with open_scripted_model_server(script) as server, httpx.AsyncClient() as client:
+            response = await client.post(
+                server.base_url + "/chat/completions",
+                json={
+                    "model": "m",
+                    "messages": [{"role": "user", "content": "x"}],
+                    "stream": True,
+                },
+            )
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
     assert response.headers["transfer-encoding"] == "chunked"
@@ -129,7 +139,10 @@ async def test_the_wire_bytes_are_sse_frames_ending_with_done() -> None:
 async def test_conversations_get_their_own_script_and_concurrency_is_counted() -> None:
     script = {
         "rules": [
-            {"match": "alpha", "replies": [{"text": "A1", "delay_ms": 50, "chunks": 2}, {"text": "A2"}]},
+            {
+                "match": "alpha",
+                "replies": [{"text": "A1", "delay_ms": 50, "chunks": 2}, {"text": "A2"}],
+            },
             {"match": "beta", "replies": [{"text": "B1", "delay_ms": 50, "chunks": 2}]},
         ]
     }
@@ -140,7 +153,9 @@ async def test_conversations_get_their_own_script_and_concurrency_is_counted() -
 
                 async def ask(key: str) -> None:
                     stream = await client.chat.completions.create(
-                        model="m", messages=[{"role": "user", "content": f"{key} please"}], stream=True
+                        model="m",
+                        messages=[{"role": "user", "content": f"{key} please"}],
+                        stream=True,
                     )
                     results[key] = "".join(
                         [c.choices[0].delta.content or "" async for c in stream if c.choices]
@@ -168,18 +183,26 @@ async def test_the_server_runs_as_a_process_and_prints_its_url_first(tmp_path: P
     argv = [sys.executable, "-m", "model_agent.testing", "--script", str(path)]
     with anyio.fail_after(30):
         async with open_managed_process(
-            argv, stdin="devnull", stdout="pipe", eof_grace_seconds=0.5, term_grace_seconds=0.5, kill_grace_seconds=1.0
+            argv,
+            stdin="devnull",
+            stdout="pipe",
+            eof_grace_seconds=0.5,
+            term_grace_seconds=0.5,
+            kill_grace_seconds=1.0,
         ) as process:
             assert process.stdout is not None
             line = b""
             while not line.endswith(b"\n"):
                 line += await process.stdout.receive(1)
             base_url = line.decode().strip()
-            assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+            assert base_url.startswith("http://127.0.0.1:")
+            assert base_url.endswith("/v1")
             async with openai.AsyncOpenAI(base_url=base_url, api_key="k") as client:
                 stream = await client.chat.completions.create(
                     model="m", messages=[{"role": "user", "content": "hi"}], stream=True
                 )
-                text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+                text = "".join(
+                    [c.choices[0].delta.content or "" async for c in stream if c.choices]
+                )
             assert text == "from a process"
             await process.terminate(0.5, 0.5, 1.0)
