@@ -1,0 +1,263 @@
+"""The in-process `model` provider behind a real SubagentRegistry and the scripted model server."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from model_agent._config import AgentConfig, ModelEndpoint
+from model_agent._model_provider import (
+    ABORTED_BEFORE_START_TEXT,
+    MODEL_CAPABILITIES,
+    ModelProvider,
+    stop_reason_of,
+)
+from model_agent.testing import ScriptedModelServer, open_scripted_model_server
+from subagent_core import (
+    CancelSignal,
+    Capabilities,
+    SubagentError,
+    SubagentProvider,
+    SubagentRegistry,
+    SubagentRequest,
+    SubagentResult,
+    SubagentStartError,
+    Usage,
+    foreground_text,
+    job_outcome,
+)
+from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
+
+USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return Path(os.path.realpath(root))
+
+
+def config(server: ScriptedModelServer, workspace: Path, **overrides: Any) -> AgentConfig:
+    return AgentConfig(
+        endpoint=ModelEndpoint(base_url=server.base_url, api_key="unused", model="scripted"),
+        workspace=workspace,
+        mode="execute",
+        **overrides,
+    )
+
+
+def registry_with(provider: ModelProvider) -> SubagentRegistry:
+    registry = SubagentRegistry()
+    registry.register(provider)
+    return registry
+
+
+def offered(body: dict[str, Any]) -> list[str]:
+    return [tool["function"]["name"] for tool in body.get("tools", [])]
+
+
+async def poll_until(predicate: Callable[[], bool]) -> None:
+    """Readiness by observation (a marker file), checked every 10 ms."""
+    while True:
+        if predicate():
+            return
+        await anyio.sleep(0.01)
+
+
+def test_status_mapping_is_total() -> None:
+    assert stop_reason_of("completed") == "completed"
+    assert stop_reason_of("max-tokens") == "max-tokens"
+    assert stop_reason_of("step-limit") == "error"
+    assert stop_reason_of("failed") == "error"
+    assert stop_reason_of("cancelled") == "aborted"
+    assert stop_reason_of("something-new") == "error"
+
+
+def test_the_provider_states_what_it_enforces(workspace: Path) -> None:
+    endpoint = ModelEndpoint(base_url="http://127.0.0.1:9/v1")
+    provider = ModelProvider(AgentConfig(endpoint=endpoint, workspace=workspace))
+    assert isinstance(provider, SubagentProvider)
+    assert provider.name == "model"
+    assert (
+        provider.capabilities
+        == MODEL_CAPABILITIES
+        == Capabilities(depth_limit=True, tool_filter=True)
+    )
+    assert provider.inherits_parent_context is False
+
+
+async def test_a_completed_run_through_the_registry(workspace: Path) -> None:
+    rules = [{"match": "[child]", "replies": [{"text": "hello there", "usage": USAGE}]}]
+    async with open_scripted_model_server({"rules": rules}) as server:
+        registry = registry_with(ModelProvider(config(server, workspace)))
+        with anyio.fail_after(30):
+            run = await registry.start("model", SubagentRequest(prompt="[child] hi", cwd=workspace))
+            async with run:
+                result = await run.result()
+                again = await run.result()
+    assert uuid.UUID(run.id).version == 4
+    assert result == SubagentResult(
+        stop_reason="completed",
+        output="hello there",
+        diagnostic=None,
+        usage=Usage(input_tokens=7, output_tokens=3),
+    )
+    assert again is result
+    assert foreground_text(result).text == "hello there"
+    (body,) = server.requests
+    assert "subagent_delegate" not in offered(body)
+
+
+async def test_tool_filter_and_max_depth_are_honoured(workspace: Path) -> None:
+    rules = [{"match": "[child]", "replies": [{"text": "ok"}]}]
+    async with open_scripted_model_server({"rules": rules}) as server:
+        registry = registry_with(ModelProvider(config(server, workspace)))
+        request = SubagentRequest(
+            prompt="[child] x",
+            cwd=workspace,
+            max_depth=0,
+            tool_filter=("list_directory", "subagent_delegate", "read_file"),
+        )
+        with anyio.fail_after(30):
+            async with await registry.start("model", request) as run:
+                result = await run.result()
+    assert result.stop_reason == "completed"
+    (body,) = server.requests
+    assert offered(body) == ["read_file", "list_directory"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "capability"),
+    [("output_schema", {"type": "object"}, "output_schema"), ("persona", "pirate", "persona")],
+)
+async def test_fields_it_cannot_honour_are_refused(
+    workspace: Path, field: str, value: Any, capability: str
+) -> None:
+    endpoint = ModelEndpoint(base_url="http://127.0.0.1:9/v1")
+    registry = registry_with(ModelProvider(AgentConfig(endpoint=endpoint, workspace=workspace)))
+    request = SubagentRequest(prompt="x", **{field: value})
+    with pytest.raises(SubagentError) as caught:
+        await registry.start("model", request)
+    assert caught.value.code == "UNSUPPORTED_CAPABILITY"
+    assert (
+        str(caught.value)
+        == f'subagent provider "model" does not support the "{capability}" capability'
+    )
+
+
+async def test_a_request_cancelled_before_start_starts_nothing(workspace: Path) -> None:
+    rules = [{"match": "", "replies": [{"text": "never"}]}]
+    async with open_scripted_model_server({"rules": rules}) as server:
+        registry = registry_with(ModelProvider(config(server, workspace)))
+        cancel = CancelSignal()
+        cancel.cancel()
+        with pytest.raises(SubagentStartError) as caught:
+            await registry.start("model", SubagentRequest(prompt="x", cancel=cancel))
+        assert server.request_count == 0
+    assert str(caught.value) == ABORTED_BEFORE_START_TEXT
+    assert caught.value.diagnostic is None
+
+
+async def test_model_failure_is_error_without_diagnostic(workspace: Path) -> None:
+    rules = [
+        {"match": "[child]", "replies": [{"status": 401, "body": {"error": {"message": "secret"}}}]}
+    ]
+    async with open_scripted_model_server({"rules": rules}) as server:
+        registry = registry_with(ModelProvider(config(server, workspace)))
+        with anyio.fail_after(30):
+            async with await registry.start("model", SubagentRequest(prompt="[child] x")) as run:
+                result = await run.result()
+    assert result == SubagentResult(stop_reason="error", output="", diagnostic=None, usage=None)
+    assert job_outcome(result).status_line == "[status: failed, error]"
+
+
+async def test_step_limit_is_error_and_max_tokens_is_max_tokens(workspace: Path) -> None:
+    listing = {"tool_calls": [{"name": "list_directory", "arguments": {"path": "."}}]}
+    rules = [
+        {"match": "[loop]", "replies": [listing]},
+        {"match": "[long]", "replies": [{"text": "trunc", "finish_reason": "length"}]},
+    ]
+    async with open_scripted_model_server({"rules": rules}) as server:
+        registry = registry_with(ModelProvider(config(server, workspace, max_steps=2)))
+        with anyio.fail_after(30):
+            async with await registry.start("model", SubagentRequest(prompt="[loop] x")) as run:
+                looped = await run.result()
+            async with await registry.start("model", SubagentRequest(prompt="[long] x")) as run:
+                long = await run.result()
+    assert (looped.stop_reason, looped.diagnostic) == ("error", None)
+    assert (long.stop_reason, long.output, long.diagnostic) == ("max-tokens", "trunc", None)
+
+
+async def test_local_cancel_settles_aborted_with_partial_output(workspace: Path) -> None:
+    rules = [{"match": "[child]", "replies": [{"text": "partial", "hang": "after-text"}]}]
+    cancel = CancelSignal()
+    async with open_scripted_model_server({"rules": rules}) as server:
+        registry = registry_with(ModelProvider(config(server, workspace)))
+        with anyio.fail_after(30):
+            run = await registry.start("model", SubagentRequest(prompt="[child] x", cancel=cancel))
+            async with run, anyio.create_task_group() as tg:
+
+                async def cancel_when_streaming() -> None:
+                    await server.wait_for_requests(1)
+                    cancel.cancel()
+
+                tg.start_soon(cancel_when_streaming)
+                result = await run.result()
+            assert await run.dispose() is None
+    assert result.stop_reason == "aborted"
+    assert result.diagnostic is None
+    assert result.output in ("", "partial")
+    assert job_outcome(result).status == "killed"
+
+
+async def test_dispose_before_result_settles_aborted_and_never_calls_the_model(
+    workspace: Path,
+) -> None:
+    rules = [{"match": "", "replies": [{"text": "never"}]}]
+    async with open_scripted_model_server({"rules": rules}) as server:
+        registry = registry_with(ModelProvider(config(server, workspace)))
+        with anyio.fail_after(30):
+            run = await registry.start("model", SubagentRequest(prompt="x"))
+            first = await run.dispose()
+            second = await run.dispose()
+            result = await run.result()
+        assert server.request_count == 0
+    assert (first, second) == (None, None)
+    assert result == SubagentResult(stop_reason="aborted")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell command")
+async def test_dispose_stops_a_running_child_and_its_processes(
+    workspace: Path, process_leak_guard: list[int]
+) -> None:
+    command = {"command": "touch ready; sleep 1000 & sleep 1000"}
+    run_it = {"tool_calls": [{"name": "process_execute", "arguments": command}]}
+    rules = [{"match": "[child]", "replies": [run_it, {"text": "never"}]}]
+    async with open_scripted_model_server({"rules": rules}) as server:
+        registry = registry_with(ModelProvider(config(server, workspace)))
+        with anyio.fail_after(30):
+            run = await registry.start("model", SubagentRequest(prompt="[child] x"))
+            results: list[SubagentResult] = []
+            async with anyio.create_task_group() as tg:
+
+                async def drive() -> None:
+                    results.append(await run.result())
+
+                tg.start_soon(drive)
+                await poll_until(lambda: os.path.exists(workspace / "ready"))
+                assert await run.dispose() is None
+    assert results[0].stop_reason == "aborted"
+    assert results[0].diagnostic is None
+    assert len(process_leak_guard) == 1
