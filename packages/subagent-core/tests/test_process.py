@@ -95,6 +95,9 @@ async def test_a_grandchild_holding_stdout_does_not_hang_the_ladder_and_is_gone(
                 assert os.getpgid(grandchild) == grandchild  # it left the leader's group
             else:
                 assert os.getpgid(grandchild) == proc.pgid
+            # Let the leader exit on EOF first, so its outcome does not depend on the EOF grace.
+            await proc.close_stdin()
+            assert await proc.wait() == ProcessOutcome(exit_code=0, signal=None)
             assert await proc.terminate(SHORT, SHORT, LONG) is True
             assert proc.outcome == ProcessOutcome(exit_code=0, signal=None)
             assert is_gone(grandchild)
