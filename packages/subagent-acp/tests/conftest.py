@@ -1,14 +1,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_acp.testing import fake_child_argv
-from subagent_core import SubagentRegistry
+from subagent_core import SubagentRegistry, SubagentRequest, SubagentResult
 from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
 
 # Short graces keep teardown tests quick; they never decide an outcome by timing.
@@ -55,3 +57,58 @@ def registry_for() -> Callable[[ACPConfig], SubagentRegistry]:
         return registry
 
     return build
+
+
+_FAILURE = (
+    r"Subagent failure \(provider: [A-Za-z0-9._-]+; "
+    r"stage: (?:initialize|new-session|prompt|process|teardown); "
+    r"category: (?:configuration|transport|protocol|process-exit|process-start|remote-limit|unknown)"
+    r"(?:; stop reason: max_turn_requests)?(?:; exit code: -?\d+)?(?:; signal: SIG[A-Z0-9]+)?\)"
+)
+_PERMISSION = (
+    r"ACP permission \(policy: (?:allow|reject); "
+    r"tool kind: (?:read|edit|delete|move|search|execute|think|fetch|switch_mode|other); "
+    r"decision: (?:allow_once|allow_always|cancelled)\)"
+)
+DIAGNOSTIC = re.compile(rf"(?:{_FAILURE}(?:\n{_PERMISSION})?|{_PERMISSION})")
+
+
+@pytest.fixture
+def in_grammar() -> Callable[[str | None], bool]:
+    """True when a diagnostic is absent or matches the closed grammar and the byte bound."""
+
+    def check(text: str | None) -> bool:
+        if text is None:
+            return True
+        return len(text.encode()) <= 4096 and DIAGNOSTIC.fullmatch(text) is not None
+
+    return check
+
+
+@pytest.fixture
+def wait_for_path() -> Callable[[Path], Awaitable[None]]:
+    """Waits for a marker file the child writes (bounded by the caller's fail_after)."""
+
+    async def wait(path: Path) -> None:
+        while not path.exists():
+            await anyio.sleep(0.01)
+
+    return wait
+
+
+@pytest.fixture
+def run_once(registry_for: Callable[[ACPConfig], SubagentRegistry]):
+    """Starts one run through a registry, waits for its result, disposes it."""
+
+    async def run(
+        config: ACPConfig, request: SubagentRequest | None = None
+    ) -> tuple[SubagentResult, str | None]:
+        registry = registry_for(config)
+        with anyio.fail_after(60):
+            run = await registry.start(config.provider_name, request or SubagentRequest(prompt="go"))
+            async with run:
+                result = await run.result()
+                disposed = await run.dispose()
+        return result, disposed
+
+    return run

@@ -58,6 +58,7 @@ KNOBS = frozenset(
         "huge_chunk_bytes",
         "grandchild",
         "grandchild_setsid",
+        "close_stdin_at",
     }
 )
 
@@ -266,7 +267,18 @@ class FakeChild:
             result["sessionId"] = self._script.get("session_id", self._session_id)
         if isinstance(result.get("sessionId"), str):
             self._session_id = result["sessionId"]
+        crash_after = _dict(self._script.get("crash")).get("at") == "after_new_session"
+        close_stdin = self._script.get("close_stdin_at") == "new_session"
+        if crash_after or close_stdin:
+            # Close our end first, so the client's next write (session/prompt) surely fails.
+            self._in.close()
         self._respond(request_id, self._result_for("new_session", result))
+        if crash_after:
+            self._crash("after_new_session")
+        if close_stdin:
+            self._flush()
+            while True:
+                threading.Event().wait(3600)
 
     def _on_prompt(self, request_id: object) -> None:
         self._prompt_id = request_id

@@ -1,0 +1,283 @@
+"""Every ACP stage/category fact and composition rule, pinned exactly over real stdio."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import anyio
+import pytest
+
+from subagent_acp import ACPProvider
+from subagent_acp._facts import map_stop_reason, result_diagnostic, teardown_line
+from subagent_core import (
+    SubagentRegistry,
+    SubagentRequest,
+    SubagentResult,
+    SubagentStartError,
+)
+
+SECRET = "sk-SUPER-SECRET-9f8e7d"
+
+REJECTED_EXECUTE = "ACP permission (policy: reject; tool kind: execute; decision: cancelled)"
+
+
+async def start_error(config, request: SubagentRequest | None = None) -> SubagentStartError:
+    registry = SubagentRegistry()
+    registry.register(ACPProvider(config))
+    with anyio.fail_after(60), pytest.raises(SubagentStartError) as caught:
+        await registry.start(config.provider_name, request or SubagentRequest(prompt="go"))
+    return caught.value
+
+
+# -- the examples of diagnostics.md, verbatim ------------------------------------------------
+
+
+async def test_crash_mid_prompt_with_exit_3(make_config, run_once) -> None:
+    script = {"text": "partial", "crash": {"at": "after_prompt_output", "exit_code": 3}}
+    result, disposed = await run_once(make_config(script))
+    assert result == SubagentResult(
+        stop_reason="error",
+        output="partial",
+        diagnostic="Subagent failure (provider: acp; stage: process; category: process-exit; exit code: 3)",
+    )
+    assert disposed is None
+
+
+async def test_killed_by_a_signal(make_config, run_once) -> None:
+    result, _ = await run_once(make_config({"crash": {"at": "prompt", "signal": "SIGKILL"}}))
+    assert result.stop_reason == "error"
+    assert result.diagnostic == (
+        "Subagent failure (provider: acp; stage: process; category: process-exit; signal: SIGKILL)"
+    )
+
+
+async def test_max_turn_requests_is_a_remote_limit(make_config, run_once) -> None:
+    result, _ = await run_once(make_config({"text": "so far", "stop_reason": "max_turn_requests"}))
+    assert result == SubagentResult(
+        stop_reason="error",
+        output="so far",
+        diagnostic=(
+            "Subagent failure (provider: acp; stage: prompt; category: remote-limit; "
+            "stop reason: max_turn_requests)"
+        ),
+    )
+
+
+async def test_command_not_found_is_a_start_error(make_config, tmp_path) -> None:
+    config = make_config(command=str(tmp_path / "no-such-agent"), args=[])
+    error = await start_error(config)
+    expected = "Subagent failure (provider: acp; stage: process; category: process-start)"
+    assert error.diagnostic == expected
+    assert str(error) == expected
+
+
+async def test_rpc_error_on_prompt_is_transport(make_config, run_once, caplog) -> None:
+    script = {
+        "error": {
+            "at": "prompt",
+            "code": -32000,
+            "message": f"Authentication required {SECRET}",
+            "data": {"token": SECRET},
+        }
+    }
+    with caplog.at_level(logging.INFO, logger="subagent_acp"):
+        result, _ = await run_once(make_config(script))
+    assert result.diagnostic == "Subagent failure (provider: acp; stage: prompt; category: transport)"
+    assert result.stop_reason == "error"
+    assert SECRET not in repr(result)
+    # The raw error stays in the host log of our own logger.
+    assert any(SECRET in record.getMessage() or SECRET in str(record.exc_info) for record in caplog.records)
+
+
+async def test_rpc_error_on_new_session_is_a_start_error(make_config) -> None:
+    script = {"error": {"at": "new_session", "code": -32000, "message": SECRET, "data": SECRET}}
+    error = await start_error(make_config(script))
+    expected = "Subagent failure (provider: acp; stage: new-session; category: transport)"
+    assert (str(error), error.diagnostic) == (expected, expected)
+    # The raw error is kept only in the cause chain (the registry wraps the provider's error).
+    causes = []
+    cause = error.__cause__
+    while cause is not None:
+        causes.append(str(cause))
+        cause = cause.__cause__
+    assert any(SECRET in text for text in causes)
+
+
+async def test_crash_during_initialize_with_exit_3(make_config) -> None:
+    error = await start_error(make_config({"crash": {"at": "initialize", "exit_code": 3}}))
+    assert error.diagnostic == (
+        "Subagent failure (provider: acp; stage: initialize; category: process-exit; exit code: 3)"
+    )
+
+
+async def test_refusal_after_a_rejected_permission(make_config, run_once) -> None:
+    script = {"permission": {"tool_kind": "execute", "stop_reason_if_cancelled": "refusal"}}
+    result, _ = await run_once(make_config(script))
+    assert result == SubagentResult(
+        stop_reason="refusal", output="[permission cancelled]", diagnostic=REJECTED_EXECUTE
+    )
+
+
+# -- every other stage / category fact ---------------------------------------------------------
+
+
+async def test_rpc_error_on_initialize_is_transport(make_config) -> None:
+    error = await start_error(make_config({"error": {"at": "initialize", "message": SECRET}}))
+    assert error.diagnostic == "Subagent failure (provider: acp; stage: initialize; category: transport)"
+
+
+async def test_schema_invalid_initialize_answer_is_transport(make_config) -> None:
+    error = await start_error(make_config({"results": {"initialize": {"protocolVersion": SECRET}}}))
+    assert error.diagnostic == "Subagent failure (provider: acp; stage: initialize; category: transport)"
+
+
+async def test_schema_invalid_new_session_answer_is_protocol(make_config) -> None:
+    error = await start_error(make_config({"results": {"new_session": [SECRET]}}))
+    assert error.diagnostic == "Subagent failure (provider: acp; stage: new-session; category: protocol)"
+
+
+@pytest.mark.parametrize("session_id", ["", 42, None, {"id": "x"}])
+async def test_unusable_session_id_is_protocol(make_config, session_id: object) -> None:
+    error = await start_error(make_config({"session_id": session_id}))
+    assert error.diagnostic == "Subagent failure (provider: acp; stage: new-session; category: protocol)"
+
+
+async def test_crash_during_new_session(make_config) -> None:
+    error = await start_error(make_config({"crash": {"at": "new_session", "exit_code": 4}}))
+    assert error.diagnostic == (
+        "Subagent failure (provider: acp; stage: new-session; category: process-exit; exit code: 4)"
+    )
+
+
+async def test_exit_code_zero_is_reported(make_config) -> None:
+    error = await start_error(make_config({"crash": {"at": "initialize", "exit_code": 0}}))
+    assert error.diagnostic == (
+        "Subagent failure (provider: acp; stage: initialize; category: process-exit; exit code: 0)"
+    )
+
+
+async def test_unknown_stop_reason_is_not_copied(make_config, run_once) -> None:
+    result, _ = await run_once(make_config({"text": "t", "stop_reason": f"weird {SECRET}"}))
+    assert result == SubagentResult(
+        stop_reason="error",
+        output="t",
+        diagnostic="Subagent failure (provider: acp; stage: prompt; category: unknown)",
+    )
+
+
+async def test_missing_workspace_is_configuration(make_config) -> None:
+    error = await start_error(make_config(cwd=None), SubagentRequest(prompt="go"))
+    assert error.diagnostic == (
+        "Subagent failure (provider: acp; stage: initialize; category: configuration)"
+    )
+
+
+async def test_provider_name_is_the_provider_field(make_config, run_once) -> None:
+    result, _ = await run_once(make_config({"stop_reason": "max_turn_requests"}, provider_name="remote-1"))
+    assert result.diagnostic == (
+        "Subagent failure (provider: remote-1; stage: prompt; category: remote-limit; "
+        "stop reason: max_turn_requests)"
+    )
+
+
+# -- composition -------------------------------------------------------------------------------
+
+
+async def test_error_appends_the_permission_line(make_config, run_once) -> None:
+    script = {"permission": {"tool_kind": "edit"}, "stop_reason": "max_turn_requests"}
+    result, _ = await run_once(make_config(script, permission="allow"))
+    assert result.diagnostic == (
+        "Subagent failure (provider: acp; stage: prompt; category: remote-limit; "
+        "stop reason: max_turn_requests)\n"
+        "ACP permission (policy: allow; tool kind: edit; decision: allow_once)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("acp_reason", "stop_reason"),
+    [("max_tokens", "max-tokens"), ("refusal", "refusal"), ("cancelled", "aborted")],
+)
+async def test_permission_line_alone_for_terminal_stop_reasons(
+    make_config, run_once, acp_reason: str, stop_reason: str
+) -> None:
+    script = {"permission": {"tool_kind": "fetch"}, "stop_reason": acp_reason}
+    result, _ = await run_once(make_config(script))
+    assert result.stop_reason == stop_reason
+    assert result.diagnostic == "ACP permission (policy: reject; tool kind: fetch; decision: cancelled)"
+
+
+@pytest.mark.parametrize("acp_reason", ["max_tokens", "refusal", "cancelled", "end_turn"])
+async def test_no_permission_no_diagnostic(make_config, run_once, acp_reason: str) -> None:
+    result, _ = await run_once(make_config({"stop_reason": acp_reason}))
+    assert result.diagnostic is None
+
+
+async def test_completed_never_carries_a_diagnostic(make_config, run_once) -> None:
+    result, _ = await run_once(make_config({"permission": {"tool_kind": "execute"}}))
+    assert result == SubagentResult(stop_reason="completed", output="[permission cancelled]")
+
+
+async def test_missing_tool_kind_is_other(make_config, run_once) -> None:
+    script = {"permission": {}, "stop_reason": "refusal"}
+    result, _ = await run_once(make_config(script))
+    assert result.diagnostic == "ACP permission (policy: reject; tool kind: other; decision: cancelled)"
+
+
+async def test_the_latest_permission_request_wins(make_config, run_once) -> None:
+    script = {
+        "permission": {
+            "tool_kind": "delete",
+            "options": [{"optionId": "always", "name": SECRET, "kind": "allow_always"}],
+        },
+        "stop_reason": "max_tokens",
+    }
+    result, _ = await run_once(make_config(script, permission="allow"))
+    assert result.diagnostic == "ACP permission (policy: allow; tool kind: delete; decision: allow_always)"
+
+
+# -- the pure mapping --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("end_turn", ("completed", None)),
+        ("max_tokens", ("max-tokens", None)),
+        ("refusal", ("refusal", None)),
+        ("cancelled", ("aborted", None)),
+    ],
+)
+def test_stop_reason_mapping(value: str, expected: tuple[str, None]) -> None:
+    assert map_stop_reason(value) == expected
+
+
+@pytest.mark.parametrize("value", ["end_turn; category: none", "", "END_TURN", 7, None])
+def test_unknown_stop_reasons_map_to_unknown(value: object) -> None:
+    stop_reason, failure = map_stop_reason(value)
+    assert stop_reason == "error"
+    assert failure is not None
+    assert failure.line("acp") == "Subagent failure (provider: acp; stage: prompt; category: unknown)"
+
+
+def test_teardown_line() -> None:
+    from subagent_core import ProcessOutcome
+
+    assert teardown_line("acp", None) == (
+        "Subagent failure (provider: acp; stage: teardown; category: unknown)"
+    )
+    assert teardown_line("acp", ProcessOutcome(None, "SIGKILL")) == (
+        "Subagent failure (provider: acp; stage: teardown; category: unknown; signal: SIGKILL)"
+    )
+    assert teardown_line("acp", ProcessOutcome(0, None)) == (
+        "Subagent failure (provider: acp; stage: teardown; category: unknown; exit code: 0)"
+    )
+
+
+def test_result_diagnostic_rules() -> None:
+    perm = REJECTED_EXECUTE
+    assert result_diagnostic("acp", "completed", None, perm) is None
+    assert result_diagnostic("acp", "refusal", None, None) is None
+    assert result_diagnostic("acp", "max-tokens", None, perm) == perm
+
+
