@@ -335,7 +335,8 @@ def _hang_rules(token: str) -> list[dict[str, Any]]:
                     "tool_calls": [
                         {
                             "name": "process_execute",
-                            "arguments": {"command": f"echo started > {marker}; sleep 60"},
+                            # The marker holds the command's pid: `exec` keeps it for sleep.
+                            "arguments": {"command": f"echo $$ > {marker}; exec sleep 60"},
                         }
                     ]
                 },
