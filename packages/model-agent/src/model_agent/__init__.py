@@ -31,6 +31,7 @@ from ._model_client import FailureKind as FailureKind
 from ._model_client import ModelClient as ModelClient
 from ._model_client import ModelRequestError as ModelRequestError
 from ._model_client import Sleep as Sleep
+from ._model_provider import ModelProvider as ModelProvider
 from ._process_tool import ProcessExecuteTool as ProcessExecuteTool
 from ._round import ModelRound as ModelRound
 from ._round import ToolCall as ToolCall
@@ -63,6 +64,7 @@ __all__ = [
     "Mode",
     "ModelClient",
     "ModelEndpoint",
+    "ModelProvider",
     "ModelRequestError",
     "ModelRound",
     "PhaseTimeouts",

@@ -28,7 +28,10 @@ class Retrying:
     """1, 2 or 3: the retry about to be made."""
     delay_seconds: float
     reason: str
-    """A closed value such as `connect-error`, `timeout`, `http-408`, `stream-cut`."""
+    """A closed value: `connection-refused`, `connection-reset`, `connection-aborted`,
+    `network-unreachable`, `dns-temporary`, `broken-pipe`, `connect-timeout`,
+    `first-byte-timeout`, `idle-timeout`, `total-timeout`, `timeout`, `stream-cut`, `http-408`,
+    or `http-<status>` for a status the operator listed in `retry_statuses`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,5 +71,7 @@ class ChildEnded:
     status: str
 
 
-AgentEvent = TextDelta | ReasoningDelta | Retrying | ToolStarted | ToolEnded | ChildStarted | ChildEnded
+AgentEvent = (
+    TextDelta | ReasoningDelta | Retrying | ToolStarted | ToolEnded | ChildStarted | ChildEnded
+)
 AgentObserver = Callable[[AgentEvent], None]

@@ -31,6 +31,14 @@ _TRANSIENT_ERRNO: dict[int, str] = {
     errno.EPIPE: "broken-pipe",
 }
 
+_TRANSIENT_TYPES: tuple[tuple[type[OSError], str], ...] = (
+    # By type first: on Windows the errno values are the WSA codes.
+    (ConnectionRefusedError, "connection-refused"),
+    (ConnectionResetError, "connection-reset"),
+    (ConnectionAbortedError, "connection-aborted"),
+    (BrokenPipeError, "broken-pipe"),
+)
+
 _ERROR_BODY_LIMIT = 64 * 1024
 """Bytes of a non-200 body read (and discarded) so the connection can be reused."""
 
@@ -210,8 +218,12 @@ def _classify(error: httpx.HTTPError) -> AttemptFailure:
         if cause.errno == socket.EAI_AGAIN:
             return AttemptFailure("dns-temporary", transient=True)
         return AttemptFailure("dns-error", transient=False)
-    if cause is not None and cause.errno in _TRANSIENT_ERRNO:
-        return AttemptFailure(_TRANSIENT_ERRNO[cause.errno], transient=True)
+    if cause is not None:
+        for kind, reason in _TRANSIENT_TYPES:
+            if isinstance(cause, kind):
+                return AttemptFailure(reason, transient=True)
+        if cause.errno in _TRANSIENT_ERRNO:
+            return AttemptFailure(_TRANSIENT_ERRNO[cause.errno], transient=True)
     if isinstance(error, httpx.ReadError):
         return AttemptFailure("connection-reset", transient=True)
     if isinstance(error, httpx.WriteError):
