@@ -1,0 +1,337 @@
+"""`harness acp-agent` driven by the official `acp` SDK's own client connection.
+
+The agent runs as a real child process; the client is `acp.connect_to_agent` over its stdio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import acp
+import anyio
+import psutil
+import pytest
+from acp.connection import StreamEvent
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    AllowedOutcome,
+    DeniedOutcome,
+    PermissionOption,
+    RequestPermissionResponse,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolCallUpdate,
+)
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
+
+
+@dataclass
+class RecordingClient:
+    """Records updates; answers permission requests with `allow`."""
+
+    allow: bool = True
+    updates: list[Any] = field(default_factory=list[Any])
+    permission_kinds: list[str | None] = field(default_factory=list[str | None])
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)
+
+    async def request_permission(
+        self,
+        session_id: str,
+        tool_call: ToolCallUpdate,
+        options: list[PermissionOption],
+        **kwargs: Any,
+    ) -> RequestPermissionResponse:
+        self.permission_kinds.append(tool_call.kind)
+        if self.allow:
+            option = next(o for o in options if o.kind in ("allow_once", "allow_always"))
+            return RequestPermissionResponse(
+                outcome=AllowedOutcome(outcome="selected", option_id=option.option_id)
+            )
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+    def text(self) -> str:
+        return "".join(
+            u.content.text
+            for u in self.updates
+            if isinstance(u, AgentMessageChunk) and isinstance(u.content, TextContentBlock)
+        )
+
+
+@dataclass
+class Agent:
+    conn: Any
+    process: asyncio.subprocess.Process
+    frames: list[dict[str, Any]]
+
+
+@asynccontextmanager
+async def open_acp_agent(
+    client: RecordingClient, base_url: str, *extra: str
+) -> AsyncIterator[Agent]:
+    """Starts `python -m harness acp-agent` and connects the SDK's client to it."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "harness",
+        "acp-agent",
+        "--base-url",
+        base_url,
+        *extra,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    frames: list[dict[str, Any]] = []
+
+    def observe(event: StreamEvent) -> None:
+        frames.append(event.message)
+
+    assert process.stdin is not None
+    assert process.stdout is not None
+    conn = acp.connect_to_agent(client, process.stdin, process.stdout, observers=[observe])
+    try:
+        yield Agent(conn, process, frames)
+    finally:
+        with anyio.CancelScope(shield=True):
+            process.stdin.close()
+            with anyio.move_on_after(10):
+                await process.wait()
+            if process.returncode is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                await process.wait()
+            await conn.close()
+
+
+async def _session(agent: Agent, workspace: Path) -> str:
+    init = await agent.conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+    assert init.protocol_version == acp.PROTOCOL_VERSION
+    assert init.agent_info is not None
+    assert init.agent_info.name == "harness-acp-agent"
+    session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+    return session.session_id
+
+
+async def _prompt(agent: Agent, session_id: str, text: str) -> Any:
+    return await agent.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
+
+
+async def test_prompt_streams_text_and_ends_the_turn(scripted_model: Any, workspace: Path) -> None:
+    rules = [
+        {
+            "match": "hello",
+            "replies": [{"text": "Hi from the agent.", "chunks": 4, "reasoning": "thinking"}],
+        }
+    ]
+    client = RecordingClient()
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(rules) as server,
+            open_acp_agent(client, server.base_url) as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            response = await _prompt(agent, session_id, "hello")
+            assert response.stop_reason == "end_turn"
+            await agent.conn.close()
+            agent.process.stdin.close()
+            assert await agent.process.wait() == 0
+    assert client.text() == "Hi from the agent."
+    assert any(isinstance(u, AgentThoughtChunk) for u in client.updates)
+    chunks = [u for u in client.updates if isinstance(u, AgentMessageChunk)]
+    assert len(chunks) == 4
+
+
+async def test_a_failed_turn_is_internal_error_without_data(
+    scripted_model: Any, workspace: Path
+) -> None:
+    rules = [{"match": "boom", "replies": [{"status": 500}]}]
+    client = RecordingClient()
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(rules) as server,
+            open_acp_agent(client, server.base_url) as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            with pytest.raises(acp.RequestError) as caught:
+                await _prompt(agent, session_id, "boom")
+    assert caught.value.code == -32603
+    assert str(caught.value) == "Internal error"
+    assert caught.value.data is None
+    errors = [frame["error"] for frame in agent.frames if "error" in frame]
+    assert errors == [{"code": -32603, "message": "Internal error"}]
+
+
+async def test_tool_calls_are_reported_and_permission_is_asked(
+    scripted_model: Any, workspace: Path
+) -> None:
+    rules = [
+        {
+            "match": "write proof",
+            "replies": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "process_execute",
+                            "arguments": {"command": "echo yes > proof.txt"},
+                        }
+                    ]
+                },
+                {"text": "written"},
+            ],
+        }
+    ]
+    client = RecordingClient(allow=True)
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(rules) as server,
+            open_acp_agent(client, server.base_url) as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            response = await _prompt(agent, session_id, "write proof")
+    assert response.stop_reason == "end_turn"
+    assert client.permission_kinds == ["execute"]
+    assert (workspace / "proof.txt").read_text(encoding="utf-8") == "yes\n"
+    starts = [u for u in client.updates if isinstance(u, ToolCallStart)]
+    ends = [u for u in client.updates if isinstance(u, ToolCallProgress)]
+    assert [(s.title, s.kind) for s in starts] == [("process_execute", "execute")]
+    assert [e.status for e in ends] == ["completed"]
+
+
+async def test_a_refused_permission_runs_nothing(scripted_model: Any, workspace: Path) -> None:
+    rules = [
+        {
+            "match": "write proof",
+            "replies": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "process_execute",
+                            "arguments": {"command": "echo yes > proof.txt"},
+                        }
+                    ]
+                },
+                {"text": "could not"},
+            ],
+        }
+    ]
+    client = RecordingClient(allow=False)
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(rules) as server,
+            open_acp_agent(client, server.base_url) as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            response = await _prompt(agent, session_id, "write proof")
+    assert response.stop_reason == "end_turn"
+    assert client.permission_kinds == ["execute"]
+    assert not (workspace / "proof.txt").exists()
+    assert client.text() == "could not"
+
+
+async def test_the_step_limit_is_max_turn_requests(scripted_model: Any, workspace: Path) -> None:
+    call = {"tool_calls": [{"name": "list_directory", "arguments": {}}]}
+    rules = [{"match": "loop", "replies": [call]}]
+    client = RecordingClient()
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(rules) as server,
+            open_acp_agent(client, server.base_url, "--max-steps", "2") as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            response = await _prompt(agent, session_id, "loop")
+    assert response.stop_reason == "max_turn_requests"
+
+
+async def test_a_length_finish_is_max_tokens(scripted_model: Any, workspace: Path) -> None:
+    rules = [{"match": "long", "replies": [{"text": "partial", "finish_reason": "length"}]}]
+    client = RecordingClient()
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(rules) as server,
+            open_acp_agent(client, server.base_url) as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            response = await _prompt(agent, session_id, "long")
+    assert response.stop_reason == "max_tokens"
+    assert client.text() == "partial"
+
+
+async def test_session_cancel_reaches_the_running_command(
+    scripted_model: Any, workspace: Path
+) -> None:
+    rules = [
+        {
+            "match": "long job",
+            "replies": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "process_execute",
+                            "arguments": {"command": "echo $$ > started; exec sleep 60"},
+                        }
+                    ]
+                },
+                {"text": "never"},
+            ],
+        }
+    ]
+    client = RecordingClient()
+    marker = anyio.Path(workspace / "started")
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(rules) as server,
+            open_acp_agent(client, server.base_url, "--no-ask-permission") as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            async with anyio.create_task_group() as tg:
+                responses: list[Any] = []
+
+                async def prompt() -> None:
+                    responses.append(await _prompt(agent, session_id, "long job"))
+
+                tg.start_soon(prompt)
+                while not await marker.exists() or not (await marker.read_text()).strip():  # noqa: ASYNC110
+                    await anyio.sleep(0.02)
+                pid = int((await marker.read_text()).strip())
+                assert psutil.pid_exists(pid)
+                await agent.conn.cancel(session_id=session_id)
+    assert [r.stop_reason for r in responses] == ["cancelled"]
+    assert _gone(pid)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+async def test_stdin_eof_ends_the_agent_with_exit_0(scripted_model: Any, workspace: Path) -> None:
+    client = RecordingClient()
+    with anyio.fail_after(60):
+        async with scripted_model([]) as server, open_acp_agent(client, server.base_url) as agent:
+            await _session(agent, workspace)
+            assert agent.process.stdin is not None
+            agent.process.stdin.close()
+            assert await agent.process.wait() == 0
+
+
+async def test_sigterm_ends_the_agent_with_exit_0(scripted_model: Any, workspace: Path) -> None:
+    client = RecordingClient()
+    with anyio.fail_after(60):
+        async with scripted_model([]) as server, open_acp_agent(client, server.base_url) as agent:
+            await _session(agent, workspace)
+            agent.process.send_signal(signal.SIGTERM)
+            assert await agent.process.wait() == 0
