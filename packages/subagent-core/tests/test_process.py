@@ -80,11 +80,16 @@ async def test_a_child_trapping_sigterm_is_ended_by_sigkill(child: ChildArgv) ->
             assert proc.outcome == ProcessOutcome(exit_code=None, signal="SIGKILL")
 
 
+@pytest.mark.parametrize("eof_by", ["ladder", "caller"])
 @pytest.mark.parametrize("mode", ["same-group", "setsid"])
 async def test_a_grandchild_holding_stdout_does_not_hang_the_ladder_and_is_gone(
-    child: ChildArgv, mode: str
+    child: ChildArgv, mode: str, eof_by: str
 ) -> None:
-    """The leader exits on EOF; its grandchild (ignoring SIGTERM) keeps stdout open until killed."""
+    """The leader exits on EOF; its grandchild (ignoring SIGTERM) keeps stdout open until killed.
+
+    EOF comes from the ladder itself, or from the caller before the ladder runs (then the leader
+    is gone when the ladder starts, and the tree was snapshotted when stdin was closed).
+    """
     args = ("setsid",) if mode == "setsid" else ()
     with anyio.fail_after(30):
         async with open_managed_process(child("grandchild_holds_stdout", *args)) as proc:
@@ -95,10 +100,11 @@ async def test_a_grandchild_holding_stdout_does_not_hang_the_ladder_and_is_gone(
                 assert os.getpgid(grandchild) == grandchild  # it left the leader's group
             else:
                 assert os.getpgid(grandchild) == proc.pgid
-            # Let the leader exit on EOF first, so its outcome does not depend on the EOF grace.
-            await proc.close_stdin()
-            assert await proc.wait() == ProcessOutcome(exit_code=0, signal=None)
-            assert await proc.terminate(SHORT, SHORT, LONG) is True
+            if eof_by == "caller":
+                await proc.close_stdin()
+                assert await proc.wait() == ProcessOutcome(exit_code=0, signal=None)
+            # The EOF grace only has to outlast the leader's own exit on EOF.
+            assert await proc.terminate(2.0, SHORT, LONG) is True
             assert proc.outcome == ProcessOutcome(exit_code=0, signal=None)
             assert is_gone(grandchild)
             assert not proc.tree_alive()

@@ -123,7 +123,13 @@ class ManagedProcess:
         self._tree.snapshot()
 
     async def close_stdin(self) -> None:
-        """Sends EOF; a dead pipe is fine."""
+        """Sends EOF; a dead pipe is fine.
+
+        The tree is snapshotted first: a leader that exits on EOF orphans its descendants, and
+        one that called `setsid` can only be found through the leader while the leader lives.
+        """
+        if self._process.returncode is None:
+            self._tree.snapshot()
         stdin = self._process.stdin
         if stdin is not None:
             try:
