@@ -29,6 +29,6 @@ def test_all_is_sorted_and_complete() -> None:
 def test_importing_the_package_does_not_import_httpx() -> None:
     code = "import sys, model_agent, model_agent.testing; print('httpx' in sys.modules)"
     output = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8", check=True
     )
     assert output.stdout.strip() == "False"

@@ -53,6 +53,9 @@ class ScriptedModelServer:
         self.max_in_flight = 0
         """The most chat requests being answered at the same moment."""
         self._arrivals: list[tuple[int, anyio.Event]] = []
+        self._clock = 0
+        self._spans: list[list[Any]] = []
+        """[first user text, start tick, end tick or None] per request, for `max_in_flight_for`."""
 
     @property
     def base_url(self) -> str:
@@ -79,6 +82,21 @@ class ScriptedModelServer:
         return sum(
             uses for rule, uses in zip(self._rules, self._uses, strict=True) if rule.match == match
         )
+
+    def max_in_flight_for(self, text: str) -> int:
+        """The most requests in flight at once among those whose first user message contains
+        `text` (e.g. the children of one delegation)."""
+        edges: list[tuple[int, int]] = []
+        for first_user, start, end in self._spans:
+            if text in first_user:
+                edges.append((start, 1))
+                if end is not None:
+                    edges.append((end, -1))
+        peak = current = 0
+        for _, step in sorted(edges):
+            current += step
+            peak = max(peak, current)
+        return peak
 
     async def wait_for_requests(self, count: int) -> None:
         """Returns once at least `count` requests have arrived (for ordering in tests)."""
@@ -167,6 +185,9 @@ class ScriptedModelServer:
         self._arrived(body)
         self._in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        self._clock += 1
+        span: list[Any] = [_first_user_text(body), self._clock, None]
+        self._spans.append(span)
         try:
             picked = self._pick(body)
             if picked is None:
@@ -177,6 +198,8 @@ class ScriptedModelServer:
             await self._answer(stream, reader, body, reply, rule_index)
         finally:
             self._in_flight -= 1
+            self._clock += 1
+            span[2] = self._clock
         return keep_alive
 
     async def _answer(
