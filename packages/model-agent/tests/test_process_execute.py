@@ -466,7 +466,7 @@ async def test_cwd_refusals_are_tool_failures(
     (workspace / "a").mkdir()
     (workspace.parent / "ws-sibling").mkdir()
     (workspace / "outside-link").symlink_to(workspace.parent / "ws-sibling")
-    (workspace / "file.txt").write_text("x")
+    (workspace / "file.txt").write_text("x", encoding="utf-8")
     assert await run_in(workspace, cwd) == ToolOutcome(message, is_error=True)
     assert process_leak_guard == []
 

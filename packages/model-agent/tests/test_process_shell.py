@@ -53,7 +53,7 @@ def test_the_platform_order() -> None:
 @posix_only
 def test_the_first_existing_shell_wins(tmp_path: Path) -> None:
     not_executable = tmp_path / "plain-file"
-    not_executable.write_text("")
+    not_executable.write_text("", encoding="utf-8")
     assert find_shell((*MISSING, str(not_executable), "/bin/sh")) == "/bin/sh"
     assert find_shell(("sh",)) == shutil.which("sh")
     default = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
