@@ -105,7 +105,9 @@ def run_once(registry_for: Callable[[ACPConfig], SubagentRegistry]):
     ) -> tuple[SubagentResult, str | None]:
         registry = registry_for(config)
         with anyio.fail_after(60):
-            run = await registry.start(config.provider_name, request or SubagentRequest(prompt="go"))
+            run = await registry.start(
+                config.provider_name, request or SubagentRequest(prompt="go")
+            )
             async with run:
                 result = await run.result()
                 disposed = await run.dispose()

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import logging
-import sys
 
 import anyio
 import pytest
-
 from subagent_acp import ACPProvider
 from subagent_acp._facts import map_stop_reason, result_diagnostic, teardown_line
 from subagent_core import (
@@ -83,11 +81,15 @@ async def test_rpc_error_on_prompt_is_transport(make_config, run_once, caplog) -
     }
     with caplog.at_level(logging.INFO, logger="subagent_acp"):
         result, _ = await run_once(make_config(script))
-    assert result.diagnostic == "Subagent failure (provider: acp; stage: prompt; category: transport)"
+    assert (
+        result.diagnostic == "Subagent failure (provider: acp; stage: prompt; category: transport)"
+    )
     assert result.stop_reason == "error"
     assert SECRET not in repr(result)
     # The raw error stays in the host log of our own logger.
-    assert any(SECRET in record.getMessage() or SECRET in str(record.exc_info) for record in caplog.records)
+    assert any(
+        SECRET in record.getMessage() or SECRET in str(record.exc_info) for record in caplog.records
+    )
 
 
 async def test_rpc_error_on_new_session_is_a_start_error(make_config) -> None:
@@ -124,23 +126,35 @@ async def test_refusal_after_a_rejected_permission(make_config, run_once) -> Non
 
 async def test_rpc_error_on_initialize_is_transport(make_config) -> None:
     error = await start_error(make_config({"error": {"at": "initialize", "message": SECRET}}))
-    assert error.diagnostic == "Subagent failure (provider: acp; stage: initialize; category: transport)"
+    assert (
+        error.diagnostic
+        == "Subagent failure (provider: acp; stage: initialize; category: transport)"
+    )
 
 
 async def test_schema_invalid_initialize_answer_is_transport(make_config) -> None:
     error = await start_error(make_config({"results": {"initialize": {"protocolVersion": SECRET}}}))
-    assert error.diagnostic == "Subagent failure (provider: acp; stage: initialize; category: transport)"
+    assert (
+        error.diagnostic
+        == "Subagent failure (provider: acp; stage: initialize; category: transport)"
+    )
 
 
 async def test_schema_invalid_new_session_answer_is_protocol(make_config) -> None:
     error = await start_error(make_config({"results": {"new_session": [SECRET]}}))
-    assert error.diagnostic == "Subagent failure (provider: acp; stage: new-session; category: protocol)"
+    assert (
+        error.diagnostic
+        == "Subagent failure (provider: acp; stage: new-session; category: protocol)"
+    )
 
 
 @pytest.mark.parametrize("session_id", ["", 42, None, {"id": "x"}])
 async def test_unusable_session_id_is_protocol(make_config, session_id: object) -> None:
     error = await start_error(make_config({"session_id": session_id}))
-    assert error.diagnostic == "Subagent failure (provider: acp; stage: new-session; category: protocol)"
+    assert (
+        error.diagnostic
+        == "Subagent failure (provider: acp; stage: new-session; category: protocol)"
+    )
 
 
 async def test_crash_during_new_session(make_config) -> None:
@@ -174,7 +188,9 @@ async def test_missing_workspace_is_configuration(make_config) -> None:
 
 
 async def test_provider_name_is_the_provider_field(make_config, run_once) -> None:
-    result, _ = await run_once(make_config({"stop_reason": "max_turn_requests"}, provider_name="remote-1"))
+    result, _ = await run_once(
+        make_config({"stop_reason": "max_turn_requests"}, provider_name="remote-1")
+    )
     assert result.diagnostic == (
         "Subagent failure (provider: remote-1; stage: prompt; category: remote-limit; "
         "stop reason: max_turn_requests)"
@@ -204,7 +220,10 @@ async def test_permission_line_alone_for_terminal_stop_reasons(
     script = {"permission": {"tool_kind": "fetch"}, "stop_reason": acp_reason}
     result, _ = await run_once(make_config(script))
     assert result.stop_reason == stop_reason
-    assert result.diagnostic == "ACP permission (policy: reject; tool kind: fetch; decision: cancelled)"
+    assert (
+        result.diagnostic
+        == "ACP permission (policy: reject; tool kind: fetch; decision: cancelled)"
+    )
 
 
 @pytest.mark.parametrize("acp_reason", ["max_tokens", "refusal", "cancelled", "end_turn"])
@@ -221,7 +240,10 @@ async def test_completed_never_carries_a_diagnostic(make_config, run_once) -> No
 async def test_missing_tool_kind_is_other(make_config, run_once) -> None:
     script = {"permission": {}, "stop_reason": "refusal"}
     result, _ = await run_once(make_config(script))
-    assert result.diagnostic == "ACP permission (policy: reject; tool kind: other; decision: cancelled)"
+    assert (
+        result.diagnostic
+        == "ACP permission (policy: reject; tool kind: other; decision: cancelled)"
+    )
 
 
 async def test_the_latest_permission_request_wins(make_config, run_once) -> None:
@@ -233,7 +255,10 @@ async def test_the_latest_permission_request_wins(make_config, run_once) -> None
         "stop_reason": "max_tokens",
     }
     result, _ = await run_once(make_config(script, permission="allow"))
-    assert result.diagnostic == "ACP permission (policy: allow; tool kind: delete; decision: allow_always)"
+    assert (
+        result.diagnostic
+        == "ACP permission (policy: allow; tool kind: delete; decision: allow_always)"
+    )
 
 
 # -- the pure mapping --------------------------------------------------------------------------
@@ -257,7 +282,9 @@ def test_unknown_stop_reasons_map_to_unknown(value: object) -> None:
     stop_reason, failure = map_stop_reason(value)
     assert stop_reason == "error"
     assert failure is not None
-    assert failure.line("acp") == "Subagent failure (provider: acp; stage: prompt; category: unknown)"
+    assert (
+        failure.line("acp") == "Subagent failure (provider: acp; stage: prompt; category: unknown)"
+    )
 
 
 def test_teardown_line() -> None:
@@ -279,5 +306,3 @@ def test_result_diagnostic_rules() -> None:
     assert result_diagnostic("acp", "completed", None, perm) is None
     assert result_diagnostic("acp", "refusal", None, None) is None
     assert result_diagnostic("acp", "max-tokens", None, perm) == perm
-
-

@@ -8,6 +8,7 @@ generator that pauses whenever it waits for the client's answer to a request it 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -271,7 +272,10 @@ class FakeChild:
         close_stdin = self._script.get("close_stdin_at") == "new_session"
         if crash_after or close_stdin:
             # Close our end first, so the client's next write (session/prompt) surely fails.
+            fd = self._in.fileno()
             self._in.close()
+            with contextlib.suppress(OSError):
+                os.close(fd)
         self._respond(request_id, self._result_for("new_session", result))
         if crash_after:
             self._crash("after_new_session")
