@@ -90,7 +90,9 @@ def wait_for_path() -> Callable[[Path], Awaitable[None]]:
     """Waits for a marker file the child writes (bounded by the caller's fail_after)."""
 
     async def wait(path: Path) -> None:
-        while not path.exists():
+        # The child is another process: its marker file is the readiness signal we can see.
+        marker = anyio.Path(path)
+        while not await marker.exists():  # noqa: ASYNC110
             await anyio.sleep(0.01)
 
     return wait
