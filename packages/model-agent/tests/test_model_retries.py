@@ -297,3 +297,14 @@ def test_exception_classification(error: httpx.HTTPError, reason: str, transient
     """Each OS-level kind the spec lists maps to a closed reason; only those are transient."""
     failure = _classify(error)
     assert (failure.reason, failure.transient) == (reason, transient)
+
+
+async def test_a_finished_stream_returns_its_connection_to_the_pool(sleep) -> None:
+    """After `[DONE]` the body's end is read, so the next round reuses the connection."""
+    with anyio.fail_after(30):
+        async with open_scripted_model_server(script({"text": "ok", "chunks": 2})) as server:
+            async with ModelClient(endpoint(server.base_url), sleep=sleep) as client:
+                for _ in range(3):
+                    reply = await client.complete(MESSAGES)
+                    assert reply.content == "ok"
+            assert (server.request_count, server.connection_count) == (3, 1)

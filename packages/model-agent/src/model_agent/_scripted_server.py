@@ -54,6 +54,8 @@ class ScriptedModelServer:
         """The most chat requests being answered at the same moment."""
         self._arrivals: list[tuple[int, anyio.Event]] = []
         self._clock = 0
+        self.connection_count = 0
+        """TCP connections accepted (a pooling client reuses one across requests)."""
         self._spans: list[list[Any]] = []
         """[first user text, start tick, end tick or None] per request, for `max_in_flight_for`."""
 
@@ -134,6 +136,7 @@ class ScriptedModelServer:
         return replies[-1]
 
     async def _serve_connection(self, stream: anyio.abc.ByteStream) -> None:
+        self.connection_count += 1
         async with stream:
             reader = BufferedByteReceiveStream(stream)
             try:

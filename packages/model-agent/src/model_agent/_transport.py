@@ -39,6 +39,9 @@ _TRANSIENT_TYPES: tuple[tuple[type[OSError], str], ...] = (
     (BrokenPipeError, "broken-pipe"),
 )
 
+_DRAIN_SECONDS = 0.5
+"""How long to wait for the end of a body after `[DONE]` before dropping the connection."""
+
 _ERROR_BODY_LIMIT = 64 * 1024
 """Bytes of a non-200 body read (and discarded) so the connection can be reused."""
 
@@ -167,6 +170,7 @@ async def _read_events(
                 raise AttemptFailure("malformed-stream", transient=False) from None
             for payload in payloads:
                 if _handle(payload, on_chunk):
+                    await _drain(chunks)
                     return True
         for payload in decoder.flush():
             if _handle(payload, on_chunk):
@@ -192,6 +196,17 @@ def _handle(payload: str, on_chunk: ChunkHandler) -> bool:
         raise AttemptFailure("in-band-error", transient=False)
     on_chunk(chunk)
     return False
+
+
+async def _drain(chunks: AsyncGenerator[bytes]) -> None:
+    """Reads the little left after `[DONE]` (the chunked terminator) so the connection can go
+    back to the pool; bounded in time and bytes, anything more is dropped with the connection."""
+    received = 0
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        async for rest in chunks:
+            received += len(rest)
+            if received > _ERROR_BODY_LIMIT:
+                break
 
 
 async def _discard_body(response: httpx.Response) -> None:
