@@ -1,0 +1,53 @@
+"""What every case gets: the scratch directory and how many repetitions to make."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+PYTHON = sys.executable
+BENCH = Path(__file__).resolve().parent
+
+
+class BenchError(RuntimeError):
+    """A subject did not do what it was measured doing (wrong result, process left alive)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    work: Path
+    """A scratch directory, removed after the run."""
+    quick: bool
+
+    def reps(self, full: int, quick: int) -> int:
+        return quick if self.quick else full
+
+    def write_json(self, name: str, data: object) -> str:
+        path = self.work / name
+        path.write_text(json.dumps(data), "utf-8")
+        return str(path)
+
+
+def live_descendants() -> list[int]:
+    """Pids of this process's descendants that are still running (zombies count as gone)."""
+    import psutil
+
+    alive: list[int] = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                alive.append(child.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return alive
+
+
+async def wait_for_file(path: Path, timeout: float = 30.0) -> None:
+    """Polls for a readiness marker a child writes (a bench may poll; tests never do)."""
+    import anyio
+
+    with anyio.fail_after(timeout):
+        while not path.exists():  # noqa: ASYNC110, ASYNC240 (a bench may poll)
+            await anyio.sleep(0.002)

@@ -1,0 +1,176 @@
+"""Run every benchmark case, print the table and write `bench/results.md`.
+
+    uvx nox -s bench                  # the full suite (a few minutes)
+    uvx nox -s bench -- --quick       # smoke run: few repetitions, results.md untouched
+    python bench/run.py --only acp-overhead,model-client --output /tmp/partial.md
+
+Each case measures a subject against its baseline in the same interleaved rounds, and every
+ratio is computed pair by pair from those rounds (see `_timing.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import case_acp
+import case_cancel
+import case_delegation
+import case_harness
+import case_model
+import case_process
+import case_sdk
+from _context import BENCH, Context
+from _findings import FINDINGS
+from _machine import describe, load_average
+from _report import Section, console_table, markdown_sections, target_rows
+
+Case = Callable[[Context], Awaitable[list[Section]]]
+
+CASES: dict[str, Case] = {
+    "acp-overhead": case_acp.run_overhead,
+    "acp-streaming": case_acp.streaming,
+    "sdk-overhead": case_sdk.run_overhead,
+    "cancel": case_cancel.cancel_to_gone,
+    "process-execute": case_process.process_execute,
+    "model-client": case_model.model_client,
+    "delegation": case_delegation.delegation,
+    "harness": case_harness.startup,
+}
+
+
+async def _run_cases(ctx: Context, names: list[str]) -> list[Section]:
+    sections: list[Section] = []
+    for name in names:
+        started = time.perf_counter()
+        print(f"-- {name} ...", flush=True)
+        try:
+            found = await CASES[name](ctx)
+        except Exception as error:
+            traceback.print_exc()
+            found = [Section(name, error=f"{type(error).__name__}: {error}")]
+        print(f"   {name} took {time.perf_counter() - started:.1f} s", flush=True)
+        print(console_table(found), flush=True)
+        sections.extend(found)
+    return sections
+
+
+def _markdown(
+    sections: list[Section],
+    *,
+    started: datetime.datetime,
+    seconds: float,
+    load_start: str,
+    load_end: str,
+    quick: bool,
+) -> str:
+    lines = [
+        "# Benchmark results",
+        "",
+        "Written by `uvx nox -s bench` (`python bench/run.py`"
+        + (" --quick" if quick else "")
+        + "). Every figure is the median of repeated runs after warm-up, with min–max; "
+        "every ratio is computed pair by pair from subject and baseline measured in the same "
+        "round, then summarized the same way.",
+        "",
+        "## Machine",
+        "",
+        "| | |",
+        "|---|---|",
+    ]
+    lines += [f"| {key} | {value} |" for key, value in describe()]
+    lines += [
+        f"| date (UTC) | {started:%Y-%m-%d %H:%M} |",
+        f"| load average at start | {load_start} |",
+        f"| load average at end | {load_end} |",
+        f"| suite wall time | {seconds:.0f} s |",
+        "",
+        "The machine was shared with other work while this ran (see the load average): "
+        "absolute figures are noisy, the same-round ratios much less so.",
+        "",
+        "## Targets",
+        "",
+        "| target | measured (median, min–max) | verdict |",
+        "|---|---|---|",
+    ]
+    from _report import fmt, spread
+
+    missed: list[str] = []
+    for section, row in target_rows(sections):
+        assert row.target is not None
+        lines.append(
+            f"| {row.label}: {row.target} | {fmt(row.sample.median)} {row.unit} "
+            f"({spread(row.sample)}) | **{row.verdict}** |"
+        )
+        if row.verdict == "MISSED":
+            missed.append(row.label)
+        del section
+    failed = [s.title for s in sections if s.error is not None]
+    lines += ["", "## Missed targets and their profiled causes", ""]
+    if not missed and not failed:
+        lines.append("Every target was met in this run.")
+    for label in missed:
+        finding = FINDINGS.get(label)
+        lines.append(f"- **{label}: missed.** " + (finding or "No profile recorded for this."))
+    for title in failed:
+        lines.append(f"- **{title}: the case failed to run** (see the section below).")
+    lines += ["", "## Cases", "", markdown_sections(sections)]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+async def _main(args: argparse.Namespace) -> int:
+    names = list(CASES) if args.only is None else args.only.split(",")
+    unknown = [name for name in names if name not in CASES]
+    if unknown:
+        print(f"unknown case(s): {', '.join(unknown)}; known: {', '.join(CASES)}")
+        return 2
+    started = datetime.datetime.now(datetime.UTC)
+    load_start = load_average()
+    print(f"load average at start: {load_start}", flush=True)
+    clock = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="subagent-bench-") as work:
+        ctx = Context(work=Path(work).resolve(), quick=args.quick)  # noqa: ASYNC240
+        sections = await _run_cases(ctx, names)
+    seconds = time.perf_counter() - clock
+    load_end = load_average()
+    print(f"\nsuite took {seconds:.0f} s; load average at end: {load_end}")
+    output: Path | None = args.output
+    if output is None and not args.quick and args.only is None:
+        output = BENCH / "results.md"
+    if output is not None:
+        output.write_text(
+            _markdown(
+                sections,
+                started=started,
+                seconds=seconds,
+                load_start=load_start,
+                load_end=load_end,
+                quick=args.quick,
+            ),
+            "utf-8",
+        )
+        print(f"wrote {output}")
+    return 1 if any(s.error is not None for s in sections) else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few repetitions (smoke run)")
+    parser.add_argument("--only", help="comma-separated case names: " + ", ".join(CASES))
+    parser.add_argument("--output", type=Path, help="Markdown file to write")
+    args = parser.parse_args()
+    return anyio.run(_main, args, backend="asyncio")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
