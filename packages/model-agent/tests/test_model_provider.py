@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 from model_agent._config import AgentConfig, ModelEndpoint
+from model_agent._events import AgentEvent, TextDelta
 from model_agent._model_provider import (
     ABORTED_BEFORE_START_TEXT,
     MODEL_CAPABILITIES,
@@ -203,22 +204,20 @@ async def test_step_limit_is_error_and_max_tokens_is_max_tokens(workspace: Path)
 async def test_local_cancel_settles_aborted_with_partial_output(workspace: Path) -> None:
     rules = [{"match": "[child]", "replies": [{"text": "partial", "hang": "after-text"}]}]
     cancel = CancelSignal()
+
+    def observe(event: AgentEvent) -> None:
+        # The child's stream showed its text and now hangs: cancel reaches the model stream.
+        if isinstance(event, TextDelta) and event.text == "partial":
+            cancel.cancel()
+
     async with open_scripted_model_server({"rules": rules}) as server:
-        registry = registry_with(ModelProvider(config(server, workspace)))
+        registry = registry_with(ModelProvider(config(server, workspace), observer=observe))
         with anyio.fail_after(30):
             run = await registry.start("model", SubagentRequest(prompt="[child] x", cancel=cancel))
-            async with run, anyio.create_task_group() as tg:
-
-                async def cancel_when_streaming() -> None:
-                    await server.wait_for_requests(1)
-                    cancel.cancel()
-
-                tg.start_soon(cancel_when_streaming)
+            async with run:
                 result = await run.result()
             assert await run.dispose() is None
-    assert result.stop_reason == "aborted"
-    assert result.diagnostic is None
-    assert result.output in ("", "partial")
+    assert result == SubagentResult(stop_reason="aborted", output="partial", diagnostic=None)
     assert job_outcome(result).status == "killed"
 
 
