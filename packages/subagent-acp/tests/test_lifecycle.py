@@ -239,7 +239,7 @@ async def test_hang_then_cancel_is_aborted_with_partial_output(
     script = {
         "text": "partial",
         "hang_at": "prompt",
-        "markers": [{"at": "prompt", "path": str(marker)}],
+        "markers": [{"at": "prompt_output", "path": str(marker)}],
     }
     registry = registry_with(make_config(script))
     cancel = CancelSignal()
@@ -308,7 +308,7 @@ async def test_crash_on_cancel_is_still_aborted(make_config, tmp_path: Path, wai
     script = {
         "hang_at": "prompt",
         "crash": {"at": "cancel", "exit_code": 9},
-        "markers": [{"at": "prompt", "path": str(marker)}],
+        "markers": [{"at": "prompt_output", "path": str(marker)}],
     }
     registry = registry_with(make_config(script))
     cancel = CancelSignal()
@@ -500,7 +500,7 @@ async def test_reregistering_while_a_run_is_live(
     script = {
         "text": "still here",
         "hang_at": "prompt",
-        "markers": [{"at": "prompt", "path": str(marker)}],
+        "markers": [{"at": "prompt_output", "path": str(marker)}],
     }
     config = make_config(script)
     registry = SubagentRegistry()

@@ -27,7 +27,7 @@ KNOB_ENV_PREFIX = "ACP_FAKE_"
 """`ACP_FAKE_<KNOB>` sets one knob (value parsed as JSON, else taken as a string)."""
 
 STAGES = ("initialize", "new_session", "prompt", "cancel")
-MARKER_POINTS = ("start", "initialize", "new_session", "prompt", "cancel", "eof")
+MARKER_POINTS = ("start", "initialize", "new_session", "prompt", "prompt_output", "cancel", "eof")
 
 KNOBS = frozenset(
     {
@@ -192,6 +192,11 @@ class FakeChild:
             item = _dict(raw)
             if "path" in item and item.get("at", "start") == point:
                 Path(str(item["path"])).write_text(str(item.get("text", point)), "utf-8")
+
+    def _has_marker(self, point: str) -> bool:
+        markers: object = self._script.get("markers", [])
+        items: list[object] = [markers] if isinstance(markers, dict) else _list(markers)
+        return any(_dict(item).get("at") == point for item in items)
 
     def _inject(self, point: str) -> None:
         for raw in _list(self._script.get("inject")):
@@ -383,6 +388,11 @@ class FakeChild:
         huge = script.get("huge_chunk_bytes")
         if isinstance(huge, int) and huge > 0:
             self._chunk("x" * huge)
+        if self._has_marker("prompt_output"):
+            # A round trip first: the client answers only after it handled every update above,
+            # so whoever sees this marker knows the parent already holds that output.
+            yield self._request("fake/sync", {"sessionId": self._session_id})
+            self._marker("prompt_output")
         self._crash("after_prompt_output")
         if script.get("hang_at") == "prompt":
             self._flush()
