@@ -13,6 +13,7 @@ import json
 import socket
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -78,7 +79,8 @@ class HTTPTransport:
                     write=timeouts.first_byte_seconds,
                     pool=timeouts.connect_seconds,
                 ),
-                trust_env=True,
+                # Proxy settings apply to real endpoints, never to a loopback test server.
+                trust_env=not _is_loopback(self._endpoint.base_url),
             )
         return self._client
 
@@ -216,6 +218,11 @@ async def _discard_body(response: httpx.Response) -> None:
             received += len(part)
             if received > _ERROR_BODY_LIMIT:
                 break
+
+
+def _is_loopback(base_url: str) -> bool:
+    host = urlsplit(base_url).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _classify(error: httpx.HTTPError) -> AttemptFailure:
