@@ -375,6 +375,34 @@ async def test_a_stdin_reader_that_then_hangs_times_out_promptly(workspace: Path
     assert result_of(outcome) == plain("timed_out", exit_code=None, signal="SIGTERM")
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sleep 1000 & touch ready; sleep 1000",
+        "setsid sleep 1000 & touch ready; wait",
+        "touch ready; read -r line; cat; sleep 1000",
+    ],
+    ids=["background-sleep", "setsid-grandchild", "stdin-reader"],
+)
+async def test_cancel_returns_promptly_and_leaves_no_process(
+    workspace: Path, process_leak_guard: list[int], command: str
+) -> None:
+    cancel = CancelSignal()
+    result: list[ToolOutcome] = []
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                result.append(await make_tool().call({"command": command}, context))
+
+            context = make_context(workspace, cancel=cancel)
+            tg.start_soon(run)
+            await wait_for_file(workspace / "ready")
+            cancel.cancel()
+    assert result_of(result[0]) == plain("cancelled", exit_code=None, signal="SIGTERM")
+    assert len(process_leak_guard) == 1
+
+
 async def test_cancel_after_the_command_finished_keeps_completed(
     workspace: Path, process_leak_guard: list[int]
 ) -> None:
