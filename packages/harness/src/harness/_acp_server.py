@@ -9,6 +9,7 @@ stdin EOF, SIGTERM and SIGINT cancel every turn, wait (bounded) for their cleanu
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import sys
@@ -56,6 +57,7 @@ from subagent_core import CancelSignal
 
 from ._agent_factory import agent_config
 from ._endpoint import ResolvedEndpoint
+from ._stdio import StdioLines
 from ._version import VERSION
 
 _log = logging.getLogger("harness.acp_agent")
@@ -321,11 +323,36 @@ async def _watch_signals(agent: HarnessACPAgent, scope: anyio.CancelScope) -> No
             return
 
 
-async def _serve(agent: HarnessACPAgent) -> None:
-    from acp.stdio import stdio_streams
+class _StdioTransport:
+    """The SDK's message-level `Transport` over our stdio lines (bounded frames)."""
 
-    reader, writer = await stdio_streams(limit=16 * 1024 * 1024)
-    conn = AgentSideConnection(cast(Any, agent), writer, reader, listening=False)
+    def __init__(self, stdio: StdioLines) -> None:
+        self._stdio = stdio
+        self._lock = anyio.Lock()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        async with self._lock:
+            await self._stdio.write(data)
+
+    async def receive(self) -> dict[str, Any] | None:
+        while (line := await self._stdio.receive_line()) is not None:
+            try:
+                message = json.loads(line)
+            except (ValueError, UnicodeDecodeError):
+                _log.warning("ignoring an input line that is not JSON")
+                continue
+            if isinstance(message, dict):
+                return cast(dict[str, Any], message)
+        return None
+
+    async def close(self) -> None:
+        self._stdio.close()
+
+
+async def _serve(agent: HarnessACPAgent) -> None:
+    stdio = await StdioLines.open()
+    conn = AgentSideConnection(cast(Any, agent), _StdioTransport(stdio), listening=False)
     async with anyio.create_task_group() as tg:
 
         async def listen() -> None:

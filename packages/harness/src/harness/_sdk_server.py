@@ -38,7 +38,7 @@ from subagent_core import CancelSignal
 
 from ._agent_factory import agent_config
 from ._endpoint import ResolvedEndpoint
-from ._stdio import StdoutWriter, open_stdin
+from ._stdio import StdioLines
 from ._version import VERSION
 
 _log = logging.getLogger("harness.sdk_runtime")
@@ -92,12 +92,12 @@ class SDKRuntime:
         endpoint: ResolvedEndpoint,
         mode: Literal["ask", "execute"],
         max_steps: int,
-        writer: StdoutWriter,
+        stdio: StdioLines,
     ) -> None:
         self._endpoint = endpoint
         self._mode: Literal["ask", "execute"] = mode
         self._max_steps = max_steps
-        self._writer = writer
+        self._stdio = stdio
         self._workspace = Path.cwd()
         self._sessions: dict[str, _Session] = {}
         self._shutting_down = False
@@ -116,7 +116,7 @@ class SDKRuntime:
             return
         data = json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
         async with self._write_lock:
-            await self._writer.write(data)
+            await self._stdio.write(data)
 
     async def _notify(self, method: str, params: Mapping[str, Any]) -> None:
         await self._send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -378,10 +378,9 @@ class SDKRuntime:
         self._stop.set()
 
     async def serve(self) -> None:
-        reader = await open_stdin(MAX_FRAME_BYTES)
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            tg.start_soon(self._read, reader)
+            tg.start_soon(self._read)
             tg.start_soon(self._watch_signals)
             await self._stop.wait()
             if self._turns:
@@ -389,22 +388,8 @@ class SDKRuntime:
                     await self._turns_done.wait()
             tg.cancel_scope.cancel()
 
-    async def _read(self, reader: Any) -> None:
-        import asyncio
-
-        stream = cast(asyncio.StreamReader, reader)
-        while True:
-            try:
-                line = await stream.readuntil(b"\n")
-            except asyncio.IncompleteReadError as end:
-                if end.partial.strip():
-                    await self.handle_line(end.partial)
-                break
-            except asyncio.LimitOverrunError as over:
-                await _discard_line(stream, over.consumed)
-                continue
-            except OSError:
-                break
+    async def _read(self) -> None:
+        while (line := await self._stdio.receive_line()) is not None:
             if line.strip():
                 await self.handle_line(line)
         self.begin_shutdown()
@@ -424,23 +409,6 @@ def _child_stop_reason(status: str) -> str:
     return {"completed": "completed", "cancelled": "aborted"}.get(status, "error")
 
 
-async def _discard_line(stream: Any, consumed: int) -> None:
-    """Skips an over-long line (logged, never answered): read up to and including its newline."""
-    import asyncio
-
-    reader = cast(asyncio.StreamReader, stream)
-    _log.warning("ignoring a frame longer than %d bytes", MAX_FRAME_BYTES)
-    await reader.readexactly(consumed)
-    while True:
-        try:
-            await reader.readuntil(b"\n")
-            return
-        except asyncio.LimitOverrunError as over:
-            await reader.readexactly(over.consumed)
-        except asyncio.IncompleteReadError:
-            return
-
-
 def _replace_endpoint(
     endpoint: ResolvedEndpoint, *, model: str | None = None, max_tokens: int | None = None
 ) -> ResolvedEndpoint:
@@ -457,13 +425,12 @@ def _replace_endpoint(
 async def _serve(
     endpoint: ResolvedEndpoint, mode: Literal["ask", "execute"], max_steps: int
 ) -> None:
-    writer = StdoutWriter()
-    await writer.open()
-    runtime = SDKRuntime(endpoint=endpoint, mode=mode, max_steps=max_steps, writer=writer)
+    stdio = await StdioLines.open(MAX_FRAME_BYTES)
+    runtime = SDKRuntime(endpoint=endpoint, mode=mode, max_steps=max_steps, stdio=stdio)
     try:
         await runtime.serve()
     finally:
-        writer.close()
+        stdio.close()
 
 
 def serve_sdk(

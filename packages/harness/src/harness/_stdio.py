@@ -1,55 +1,127 @@
-"""Our own stdin/stdout as asyncio streams, for the stdio servers (asyncio backend only).
+"""Our own stdin/stdout as a line channel, for the stdio servers (asyncio backend only).
 
-POSIX connects the pipes to the event loop; Windows feeds stdin from a daemon thread (pipes
-cannot join the selector there) and writes stdout synchronously.
+Pipes and sockets join the event loop. Anything else (a regular file, a Windows console or
+pipe) falls back to a daemon thread feeding stdin and synchronous writes to stdout, so
+`harness sdk-runtime < requests.jsonl > out.jsonl` works too. Lines longer than the cap are
+skipped whole (logged, never parsed), so one huge frame cannot exhaust memory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import sys
 import threading
 
+_log = logging.getLogger("harness.stdio")
 
-async def open_stdin(limit: int) -> asyncio.StreamReader:
-    """stdin as a StreamReader whose line limit is `limit` bytes."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=limit)
-    if sys.platform == "win32":
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+"""The longest line a server accepts."""
 
-        def feed() -> None:
+
+class StdioLines:
+    """stdin as bounded lines, stdout as whole frames; open with `await StdioLines.open()`."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: _Writer) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    @classmethod
+    async def open(cls, max_frame_bytes: int = MAX_FRAME_BYTES) -> StdioLines:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=max_frame_bytes)
+        if not await _connect_stdin(loop, reader):
+            _feed_from_thread(loop, reader)
+        writer = _Writer()
+        await writer.open(loop)
+        return cls(reader, writer)
+
+    async def receive_line(self) -> bytes | None:
+        """The next line (without its newline), or None at end of input."""
+        while True:
             try:
-                while chunk := sys.stdin.buffer.read1(65536):
-                    loop.call_soon_threadsafe(reader.feed_data, chunk)
-            finally:
-                loop.call_soon_threadsafe(reader.feed_eof)
+                line = await self._reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as end:
+                return end.partial if end.partial else None
+            except asyncio.LimitOverrunError as over:
+                _log.warning("skipping an input line longer than the frame limit")
+                await self._skip_line(over.consumed)
+                continue
+            except (OSError, ValueError):
+                return None
+            return line[:-1]
 
-        threading.Thread(target=feed, daemon=True, name="harness-stdin").start()
-        return reader
+    async def _skip_line(self, consumed: int) -> None:
+        await self._reader.readexactly(consumed)
+        while True:
+            try:
+                await self._reader.readuntil(b"\n")
+                return
+            except asyncio.LimitOverrunError as over:
+                await self._reader.readexactly(over.consumed)
+            except asyncio.IncompleteReadError:
+                return
+
+    @property
+    def broken(self) -> bool:
+        """True once the reader of our stdout went away."""
+        return self._writer.broken
+
+    async def write(self, data: bytes) -> None:
+        """Writes one frame; a closed stdout makes this and later writes no-ops."""
+        await self._writer.write(data)
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+async def _connect_stdin(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> bool:
+    if sys.platform == "win32":
+        return False
     protocol = asyncio.StreamReaderProtocol(reader)
-    await loop.connect_read_pipe(lambda: protocol, sys.stdin)
-    return reader
+    try:
+        await loop.connect_read_pipe(lambda: protocol, sys.stdin)
+    except (ValueError, OSError):
+        return False
+    return True
 
 
-class StdoutWriter:
-    """Writes whole frames to stdout; a closed pipe makes later writes no-ops."""
+def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
+    def feed() -> None:
+        try:
+            fd = sys.stdin.fileno()
+            while chunk := os.read(fd, 65536):
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                loop.call_soon_threadsafe(reader.feed_eof)
+            except RuntimeError:
+                pass  # the loop is already closed: nobody is reading any more
 
+    threading.Thread(target=feed, daemon=True, name="harness-stdin").start()
+
+
+class _Writer:
     def __init__(self) -> None:
         self._transport: asyncio.WriteTransport | None = None
         self._protocol: _DrainProtocol | None = None
         self._broken = False
 
-    async def open(self) -> None:
+    async def open(self, loop: asyncio.AbstractEventLoop) -> None:
         if sys.platform == "win32":
             return
-        loop = asyncio.get_running_loop()
-        transport, protocol = await loop.connect_write_pipe(_DrainProtocol, sys.stdout)
+        try:
+            transport, protocol = await loop.connect_write_pipe(_DrainProtocol, sys.stdout)
+        except (ValueError, OSError):
+            return
         self._transport = transport
         self._protocol = protocol
 
     @property
     def broken(self) -> bool:
-        """True once the reader of our stdout went away."""
         return self._broken or (self._protocol is not None and self._protocol.lost)
 
     async def write(self, data: bytes) -> None:
@@ -59,7 +131,7 @@ class StdoutWriter:
             try:
                 sys.stdout.buffer.write(data)
                 sys.stdout.buffer.flush()
-            except OSError:
+            except (OSError, ValueError):
                 self._broken = True
             return
         if self._transport.is_closing():
