@@ -48,6 +48,15 @@ TRANSIENT = [
     pytest.param({"drop": "before-response"}, {}, "stream-cut", id="drop-before-response"),
     pytest.param({"drop": "after-headers"}, {}, "stream-cut", id="drop-after-headers"),
     pytest.param({"drop": "after-text"}, {}, "stream-cut", id="drop-after-role-chunk"),
+    pytest.param(
+        {"drop": "before-response", "reset": True},
+        {},
+        "connection-reset",
+        id="reset-before-response",
+    ),
+    pytest.param(
+        {"drop": "after-headers", "reset": True}, {}, "connection-reset", id="reset-after-headers"
+    ),
     pytest.param({"status": 408}, {}, "http-408", id="http-408"),
     pytest.param({"done": False, "finish_reason": ""}, {}, "stream-cut", id="no-done-no-finish"),
     pytest.param(

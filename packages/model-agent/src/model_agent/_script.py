@@ -49,6 +49,7 @@ class Reply:
     status_body: Any = None
     drop: Moment | None = None
     hang: Moment | None = None
+    reset: bool = False
     error: Any = None
     malformed: bool = False
     delay_ms: int = 0
@@ -126,6 +127,7 @@ _KNOWN = frozenset(
         "body",
         "drop",
         "hang",
+        "reset",
         "error",
         "malformed",
         "delay_ms",
@@ -186,8 +188,9 @@ def _reply(raw: object, where: str) -> Reply:
         raise ScriptError(f"{where}.usage must map names to integers")
     done = raw.get("done", True)
     malformed = raw.get("malformed", False)
-    if not isinstance(done, bool) or not isinstance(malformed, bool):
-        raise ScriptError(f"{where}.done and .malformed must be booleans")
+    reset = raw.get("reset", False)
+    if not all(isinstance(flag, bool) for flag in (done, malformed, reset)):
+        raise ScriptError(f"{where}.done, .malformed and .reset must be booleans")
     return Reply(
         text=string("text"),
         chunks=integer("chunks", 1, 1),
@@ -200,6 +203,7 @@ def _reply(raw: object, where: str) -> Reply:
         status_body=raw.get("body"),
         drop=moment("drop"),
         hang=moment("hang"),
+        reset=reset,
         error=raw.get("error"),
         malformed=malformed,
         delay_ms=integer("delay_ms", 0, 0),

@@ -7,6 +7,8 @@ talks to a real wire: the same frames, chunk shapes and failure modes a real end
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -36,7 +38,11 @@ _REASONS = {
 
 
 class _Drop(Exception):
-    """Close the connection now, without finishing the response."""
+    """Close the connection now, without finishing the response (with RST when `reset`)."""
+
+    def __init__(self, *, reset: bool = False) -> None:
+        super().__init__()
+        self.reset = reset
 
 
 class ScriptedModelServer:
@@ -142,8 +148,10 @@ class ScriptedModelServer:
             try:
                 while await self._serve_request(reader, stream):
                     pass
+            except _Drop as drop:
+                if drop.reset:
+                    _abort_with_reset(stream)
             except (
-                _Drop,
                 anyio.EndOfStream,
                 anyio.IncompleteRead,
                 anyio.BrokenResourceError,
@@ -216,7 +224,7 @@ class ScriptedModelServer:
         if reply.first_byte_delay_ms:
             await anyio.sleep(reply.first_byte_delay_ms / 1000)
         if reply.drop == "before-response":
-            raise _Drop
+            raise _Drop(reset=reply.reset)
         if reply.hang == "before-response":
             await _hang(reader)
         if reply.status is not None:
@@ -234,7 +242,7 @@ class ScriptedModelServer:
         )
         await stream.send(head.encode("ascii"))
         if reply.drop == "after-headers":
-            raise _Drop
+            raise _Drop(reset=reply.reset)
         if reply.hang == "after-headers":
             await _hang(reader)
         frames = _Frames(stream, str(body.get("model", "scripted-model")), reply.delay_ms)
@@ -246,7 +254,7 @@ class ScriptedModelServer:
         for piece in _split(reply.text, reply.chunks):
             await frames.chunk({"content": piece})
         if reply.drop == "after-text":
-            raise _Drop
+            raise _Drop(reset=reply.reset)
         if reply.hang == "after-text":
             await _hang(reader)
         if reply.error is not None:
@@ -377,6 +385,13 @@ async def _send_json(
         f"Content-Length: {len(data)}\r\n" + ("Connection: close\r\n" if close else "") + "\r\n"
     )
     await stream.send(head.encode("ascii") + data)
+
+
+def _abort_with_reset(stream: anyio.abc.ByteStream) -> None:
+    """Zero linger: closing then sends RST, so the client sees a connection reset."""
+    raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+    if raw is not None:
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 async def _hang(reader: BufferedByteReceiveStream) -> None:
