@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
-
 from subagent_sdk import SDKClient, SDKConfig, SDKProvider
 from subagent_sdk.testing import FakeScript, fake_runtime_argv
 
@@ -34,7 +33,9 @@ def peer(tmp_path: Path) -> Callable[..., SDKClient]:
         args = [str(CHILDREN / "peer.py")]
         if record:
             args.append(str(tmp_path / "peer.log"))
-        return SDKClient(sys.executable, args, **{**GRACES, "shutdown_timeout_seconds": 1.0, **options})  # type: ignore[arg-type]
+        return SDKClient(
+            sys.executable, args, **{**GRACES, "shutdown_timeout_seconds": 1.0, **options}
+        )  # type: ignore[arg-type]
 
     return make
 

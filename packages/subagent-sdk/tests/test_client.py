@@ -9,7 +9,6 @@ from collections.abc import Callable
 import anyio
 import pytest
 from subagent_core import SpawnError
-
 from subagent_sdk import (
     JSONRPCError,
     Notification,
@@ -119,7 +118,8 @@ async def test_close_is_memoized_and_later_requests_fail(peer: Peer) -> None:
         assert await client.request("echo") == {"params": {}}
         assert await client.close() is True
         assert await client.close() is True
-        assert client.outcome is not None and client.outcome.exit_code == 0
+        assert client.outcome is not None
+        assert client.outcome.exit_code == 0
         with pytest.raises(TransportClosedError):
             await client.request("echo")
 
@@ -156,7 +156,11 @@ async def test_requests_from_the_runtime_get_method_not_found(peer: Peer) -> Non
         async with peer() as client:
             result = await client.request("ask")
     reply = result["reply"]  # type: ignore[index]
-    assert reply == {"jsonrpc": "2.0", "id": "peer-1", "error": {"code": -32601, "message": "Method not found"}}
+    assert reply == {
+        "jsonrpc": "2.0",
+        "id": "peer-1",
+        "error": {"code": -32601, "message": "Method not found"},
+    }
 
 
 async def test_death_keeps_queued_items_and_late_subscriptions_fail_at_once(peer: Peer) -> None:
@@ -188,7 +192,9 @@ async def test_a_failing_filter_fails_only_its_own_subscription(peer: Peer) -> N
         async with peer() as client:
             failing = client.subscribe(filter=broken)
             healthy = client.subscribe(filter=lambda n: n.method != "c")
-            await client.request("notify", {"notifications": [["a", {}], ["b", {}], ["c", {}], ["d", {}]]})
+            await client.request(
+                "notify", {"notifications": [["a", {}], ["b", {}], ["c", {}], ["d", {}]]}
+            )
             assert (await failing.receive()).method == "a"
             with pytest.raises(FilterBroke):
                 await failing.receive()
@@ -200,7 +206,10 @@ async def test_a_failing_filter_fails_only_its_own_subscription(peer: Peer) -> N
 
 async def test_session_tree_scoping_follows_subagent_started(peer: Peer) -> None:
     def event(session: str, kind: str) -> list[object]:
-        return ["session.event", {"sessionId": session, "event": {"type": kind, "seq": 1, "time": "t", "data": {}}}]
+        return [
+            "session.event",
+            {"sessionId": session, "event": {"type": kind, "seq": 1, "time": "t", "data": {}}},
+        ]
 
     notifications = [
         event("other", "x1"),
@@ -220,7 +229,9 @@ async def test_session_tree_scoping_follows_subagent_started(peer: Peer) -> None
             everything = client.subscribe()
             await client.request("notify", {"notifications": notifications})
             got = [await scoped.receive() for _ in range(6)]
-            assert [(n.method, n.params.get("sessionId") or n.params.get("childSessionId")) for n in got] == [
+            assert [
+                (n.method, n.params.get("sessionId") or n.params.get("childSessionId")) for n in got
+            ] == [
                 ("subagent.started", "c1"),
                 ("session.event", "c1"),
                 ("subagent.started", "c2"),
@@ -229,12 +240,16 @@ async def test_session_tree_scoping_follows_subagent_started(peer: Peer) -> None
                 ("subagent.finished", "c2"),
             ]
             assert scoped.receive_nowait() is None
-            assert len([await everything.receive() for _ in range(len(notifications))]) == len(notifications)
+            assert len([await everything.receive() for _ in range(len(notifications))]) == len(
+                notifications
+            )
 
 
 async def test_malformed_results_are_protocol_errors(fake_client: Callable[..., SDKClient]) -> None:
     with anyio.fail_after(20):
-        async with fake_client(FakeScript(initialize_result={"serverInfo": {"name": "x"}})) as client:
+        async with fake_client(
+            FakeScript(initialize_result={"serverInfo": {"name": "x"}})
+        ) as client:
             with pytest.raises(SDKProtocolError):
                 await client.initialize(cwd="/", provider="p", model="m")
         async with fake_client(FakeScript(prompt_result={"id": "x"})) as client:
@@ -250,7 +265,9 @@ async def test_malformed_event_or_message_in_a_run_is_a_protocol_error(
             with pytest.raises(SDKProtocolError):
                 await client.run_prompt("session-1", "hi")
         transcript = RunTranscript("session-2")
-        async with fake_client(FakeScript(text="partial", deltas=2, malformed_message=True)) as client:
+        async with fake_client(
+            FakeScript(text="partial", deltas=2, malformed_message=True)
+        ) as client:
             with pytest.raises(SDKProtocolError):
                 await client.run_prompt("session-2", "hi", transcript=transcript)
     assert transcript.output == "partial"
@@ -274,6 +291,8 @@ async def test_owned_run_collects_only_its_root_after_the_receipt(
     for transcript in (first, second):
         assert transcript.output == "root answer"
         assert transcript.deltas == ["root", " ans", "wer"]
-        assert transcript.turn_end is not None and transcript.turn_end.kind == "completed"
-        assert transcript.finished and transcript.receipt_seen
+        assert transcript.turn_end is not None
+        assert transcript.turn_end.kind == "completed"
+        assert transcript.finished
+        assert transcript.receipt_seen
     assert first.message_id != second.message_id

@@ -10,7 +10,6 @@ import anyio.abc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from subagent_sdk.wire import (
     ErrorObject,
     FrameReader,
@@ -55,7 +54,7 @@ async def test_a_character_split_across_reads_survives() -> None:
 async def test_garbage_blank_and_non_object_lines_are_skipped_and_cr_tolerated() -> None:
     chunks = [
         b"not json\n",
-        b"[1,2]\n42\n\"s\"\nnull\n{broken\n",
+        b'[1,2]\n42\n"s"\nnull\n{broken\n',
         b"\n   \n\r\n",
         b"\xff\xfe\x80\n",
         b'{"jsonrpc":"2.0"}\n',
@@ -123,13 +122,17 @@ def test_frames_are_compact_utf8_lines() -> None:
 
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
     max_leaves=10,
 )
 
 
-@given(params=st.dictionaries(st.text(max_size=8), _json_values, max_size=4), cuts=st.lists(st.integers(0, 400), max_size=5))
+@given(
+    params=st.dictionaries(st.text(max_size=8), _json_values, max_size=4),
+    cuts=st.lists(st.integers(0, 400), max_size=5),
+)
 def test_framing_round_trips_however_the_bytes_are_cut(
     params: dict[str, object], cuts: list[int]
 ) -> None:
@@ -138,4 +141,6 @@ def test_framing_round_trips_however_the_bytes_are_cut(
     pieces = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
     splitter = LineSplitter()
     lines = [line for piece in pieces for line in splitter.feed(piece)]
-    assert [parse_frame(line) for line in lines] == [Notification("m", json.loads(json.dumps(params)))] * 2
+    assert [parse_frame(line) for line in lines] == [
+        Notification("m", json.loads(json.dumps(params)))
+    ] * 2

@@ -39,8 +39,13 @@ while True:
     if method == "echo":
         answer(request_id, {"params": params})
     elif method == "fail":
-        send({"jsonrpc": "2.0", "id": request_id,
-              "error": {"code": -32001, "message": "boom", "data": {"detail": [1, 2]}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {"code": -32001, "message": "boom", "data": {"detail": [1, 2]}},
+            }
+        )
     elif method == "hold":
         held.append(request_id)
     elif method == "release":

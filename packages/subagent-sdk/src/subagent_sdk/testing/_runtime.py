@@ -177,6 +177,8 @@ class _Runtime:
             elif request.method == SESSION_PROMPT:
                 await self.prompt(request)
             elif request.method == SHUTDOWN:
+                if self.script.ignore_shutdown:
+                    return
                 await self.writer.send_result(request.id, {})
                 self.shutting_down = True
                 self.finish(0)
@@ -208,7 +210,7 @@ class _Runtime:
                 error.get("data"),
             )
             return
-        if script.replace_initialize_result:
+        if script.initialize_result is not None:
             await self.writer.send_result(request.id, script.initialize_result)
             return
         del params
@@ -229,7 +231,7 @@ class _Runtime:
                 error.get("data"),
             )
             return
-        if script.replace_prompt_result:
+        if script.prompt_result is not None:
             await self.writer.send_result(request.id, script.prompt_result)
             return
         message_id = str(uuid.uuid4())
@@ -339,10 +341,14 @@ class _Runtime:
 
 
 async def _watch_sigterm(runtime: _Runtime) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
-        async for _ in signals:
-            runtime.finish(0)
-            return
+    try:
+        with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+            async for _ in signals:
+                runtime.finish(0)
+    finally:
+        # A tree kill may signal us twice (group, then pid); leaving the receiver restores the
+        # default action, so ignore further SIGTERMs while exiting 0.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 async def _read_requests(
@@ -350,7 +356,10 @@ async def _read_requests(
 ) -> None:
     try:
         async for frame in FrameReader(receive):
-            if isinstance(frame, Request):
+            if isinstance(frame, Request) and frame.method == SHUTDOWN:
+                # Inline: the answer must be written even when stdin ends right after it.
+                await runtime.handle(frame)
+            elif isinstance(frame, Request):
                 task_group.start_soon(runtime.handle, frame)
     except (FrameTooLargeError, anyio.BrokenResourceError):
         pass

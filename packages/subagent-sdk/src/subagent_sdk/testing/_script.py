@@ -38,10 +38,8 @@ class FakeScript:
     record_initialize: str | None = None
     initialize_error: dict[str, Any] | None = None
     initialize_result: JSONValue = None
-    replace_initialize_result: bool = False
     prompt_error: dict[str, Any] | None = None
     prompt_result: JSONValue = None
-    replace_prompt_result: bool = False
     malformed_event: bool = False
     malformed_message: bool = False
     hang_at: str | None = None
@@ -52,6 +50,7 @@ class FakeScript:
     exit_before_initialize: int | None = None
     exit_during_prompt: int | None = None
     ignore_eof: bool = False
+    ignore_shutdown: bool = False
     trap_sigterm: bool = False
     subagent: dict[str, Any] | None = None
     noise: list[str] = field(default_factory=_no_names)
@@ -72,10 +71,6 @@ class FakeScript:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown fake SDK runtime script keys: {', '.join(unknown)}")
-        if "initialize_result" in data:
-            data = {**data, "replace_initialize_result": True}
-        if "prompt_result" in data:
-            data = {**data, "replace_prompt_result": True}
         script = cls(**data)  # pyright: ignore[reportArgumentType]
         if script.hang_at not in (None, "initialize", "prompt"):
             raise ValueError("hang_at must be initialize or prompt")
@@ -91,13 +86,8 @@ class FakeScript:
         default = FakeScript()
         data: dict[str, Any] = {}
         for item in fields(self):
-            if item.name.startswith("replace_"):
-                continue
             value = getattr(self, item.name)
-            if value != getattr(default, item.name) or (
-                item.name in ("initialize_result", "prompt_result")
-                and getattr(self, f"replace_{item.name}")
-            ):
+            if value != getattr(default, item.name):
                 data[item.name] = value
         return json.dumps(data)
 
