@@ -26,6 +26,7 @@ import anyio.abc
 from subagent_core import (
     CancelSignal,
     ManagedProcess,
+    ProcessOutcome,
     SpawnError,
     child_env,
     open_managed_process,
@@ -326,17 +327,13 @@ class ProcessExecuteTool:
                 kill_grace_seconds=self._kill_grace,
             ) as proc:
                 self._enter("running")
-                reason, gone = await self._supervise(proc, parsed, cancel, streams, verdict, marker)
+                reason = await self._supervise(proc, parsed, cancel, streams, verdict, marker)
                 outcome = proc.outcome
         except SpawnError as error:
             return self._fail(f"process_execute could not start the shell ({error.reason})")
-        status: ProcessState = _STATUS[reason]
-        if reason == "exit" and (outcome is None or outcome.exit_code != 0):
-            status = "completed_nonzero"
-        if not gone and status in ("completed", "completed_nonzero"):
-            # The command finished but its tree could not be confirmed gone: a lifecycle failure.
-            status = "failed"
-        self._enter(status)
+        status = _status(reason, outcome)
+        if reason != "exit":
+            self._enter(status)
         duration_ms = int((anyio.current_time() - started) * 1000)
         out = streams.stdout.render()
         err = streams.stderr.render()
@@ -365,10 +362,9 @@ class ProcessExecuteTool:
         streams: _Streams,
         verdict: _Verdict,
         marker: str,
-    ) -> tuple[_Reason, bool]:
+    ) -> _Reason:
         """Races exit, timeout, cancel and output failure; then tears down, bounded."""
         streams.drained = anyio.Event()
-        gone = False
         async with anyio.create_task_group() as tg:
             tg.start_soon(_pump, proc.stdout, streams, streams.stdout, verdict)
             tg.start_soon(_pump, proc.stderr, streams, streams.stderr, verdict)
@@ -386,11 +382,14 @@ class ProcessExecuteTool:
             await verdict.decided.wait()
             reason = verdict.commit()
             watchers.cancel()
-            if reason != "exit":
+            if reason == "exit":
+                # Committed now: the drain and teardown that follow only clean up.
+                self._enter(_status(reason, proc.outcome))
+            else:
                 self._enter("terminating")
-            gone = await self._finish(proc, reason, cancel, streams, marker)
+            await self._finish(proc, reason, cancel, streams, marker)
             tg.cancel_scope.cancel()
-        return verdict.commit(), gone
+        return verdict.commit()
 
     async def _finish(
         self,
@@ -400,7 +399,11 @@ class ProcessExecuteTool:
         streams: _Streams,
         marker: str,
     ) -> bool:
-        """Bounded drain and teardown; True when the call's tree is confirmed gone."""
+        """Bounded drain and teardown; True when the call's tree is confirmed gone.
+
+        A tree that cannot be confirmed gone is logged by the managed process; it never
+        changes the committed result.
+        """
         assert streams.drained is not None
         gone = False
         with anyio.CancelScope(shield=True):
@@ -422,6 +425,14 @@ class ProcessExecuteTool:
                 with anyio.move_on_after(self._kill_grace):
                     await streams.drained.wait()
         return gone
+
+
+def _status(reason: _Reason, outcome: ProcessOutcome | None) -> ProcessState:
+    if reason != "exit":
+        return _STATUS[reason]
+    if outcome is not None and outcome.exit_code == 0:
+        return "completed"
+    return "completed_nonzero"
 
 
 def _gate(context: RequestContext) -> str | None:
