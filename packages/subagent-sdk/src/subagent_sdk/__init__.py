@@ -53,5 +53,6 @@ __all__ = [
     "TransportClosedError",
     "TurnEnd",
     "error_category",
+    "new_session_id",
     "turn_end_result",
 ]
