@@ -113,7 +113,7 @@ async def test_hang_answers_cancelled_after_session_cancel(tmp_path: Path) -> No
 
 def test_script_sources_and_env_knobs(tmp_path: Path) -> None:
     file = tmp_path / "script.json"
-    file.write_text(json.dumps({"text": "from file", "chunks": 2}))
+    file.write_text(json.dumps({"text": "from file", "chunks": 2}), "utf-8")
     assert load_script(["--script", str(file)], {}) == {"text": "from file", "chunks": 2}
     assert load_script(["--script-json", '{"stop_reason": "refusal"}'], {}) == {
         "stop_reason": "refusal"

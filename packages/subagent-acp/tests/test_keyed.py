@@ -76,4 +76,4 @@ async def test_allow_policy_writes_proof(tmp_path: Path) -> None:
     )
     result = await run(config(agent_argv(), tmp_path, "allow"), prompt)
     assert result.stop_reason == "completed", result.diagnostic
-    assert "ACP_CHILD_WAS_HERE" in (tmp_path / "proof.txt").read_text()
+    assert "ACP_CHILD_WAS_HERE" in (tmp_path / "proof.txt").read_text("utf-8")

@@ -122,7 +122,7 @@ def test_relative_config_cwd_is_resolved_at_construction(
 @pytest.mark.parametrize("kind", ["empty", "missing", "file"])
 def test_bad_config_cwd_is_rejected(make_config, tmp_path: Path, kind: str) -> None:
     file = tmp_path / "file.txt"
-    file.write_text("x")
+    file.write_text("x", "utf-8")
     cwd = {"empty": "", "missing": str(tmp_path / "nope"), "file": str(file)}[kind]
     with pytest.raises(ValueError, match=r"ACPConfig\.cwd"):
         make_config(cwd=cwd)
@@ -144,7 +144,7 @@ def test_unenterable_config_cwd_is_rejected(make_config, tmp_path: Path) -> None
 @pytest.mark.parametrize("kind", ["none", "relative", "missing", "file"])
 async def test_bad_request_cwd_fails_before_spawn(make_config, tmp_path: Path, kind: str) -> None:
     file = tmp_path / "file.txt"
-    file.write_text("x")
+    file.write_text("x", "utf-8")
     cwd = {
         "none": None,
         "relative": Path("relative/dir"),
@@ -360,7 +360,7 @@ async def test_missing_session_id_fails_after_the_eof_marker(make_config, tmp_pa
     assert caught.value.diagnostic == (
         "Subagent failure (provider: acp; stage: new-session; category: protocol)"
     )
-    assert marker.read_text() == "flushed"
+    assert marker.read_text("utf-8") == "flushed"
 
 
 async def test_eof_flushing_child_gets_its_eof_grace(make_config, tmp_path: Path) -> None:
@@ -371,7 +371,7 @@ async def test_eof_flushing_child_gets_its_eof_grace(make_config, tmp_path: Path
         run = await registry.start("acp", SubagentRequest(prompt="go"))
         await run.result()
         assert await run.dispose() is None
-    assert marker.read_text() == "flushed"
+    assert marker.read_text("utf-8") == "flushed"
 
 
 async def test_eof_deaf_child_gets_sigterm(make_config, tmp_path: Path) -> None:
