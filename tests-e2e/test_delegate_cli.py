@@ -10,7 +10,6 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
-
 from subagent_core import child_env, open_managed_process
 
 RULES = [

@@ -8,7 +8,6 @@ from typing import Any
 import anyio
 import psutil
 from model_agent import Agent, AgentConfig, AgentEvent, ChildEnded, ChildStarted, ModelEndpoint
-
 from subagent_core import CancelSignal
 
 

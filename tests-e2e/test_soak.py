@@ -1,0 +1,231 @@
+"""Soak: 200 mixed runs through the ACP and SDK providers, at most 20 at once.
+
+Kinds: complete, crash, hang + cancel, permission, TERM-trapping child — on the scripted fake
+children (fast to start) plus a few runs of `harness acp-agent` / `harness sdk-runtime` on the
+scripted model. Providers use the short graces EOF 0.5 s, TERM 0.5 s, KILL 1.0 s. Afterwards no
+process of any run is alive, there are no zombies, and the open file descriptors are back to
+their starting count; the test prints the three figures.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+from harness._scenario_bodies import acp_agent_provider, sdk_runtime_provider
+from harness._scenarios import SHORT_GRACES, ScenarioContext
+from subagent_acp import ACPConfig, ACPProvider
+from subagent_acp.testing import script_env
+from subagent_core import (
+    CancelSignal,
+    SubagentProvider,
+    SubagentRequest,
+    SubagentResult,
+    SubagentStartError,
+)
+from subagent_core.testing import reap_adopted
+from subagent_sdk import SDKConfig, SDKProvider
+from subagent_sdk.testing import FakeScript
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform != "linux", reason="counts /proc/self/fd"),
+]
+
+RUNS = 200
+AT_ONCE = 20
+EOF_GRACE, TERM_GRACE, KILL_GRACE = SHORT_GRACES
+
+
+@dataclass(frozen=True)
+class Case:
+    kind: str
+    provider: SubagentProvider
+    cancel: bool
+    check: Callable[[SubagentResult], bool]
+
+
+def _acp(env: dict[str, str], permission: str = "reject") -> ACPProvider:
+    return ACPProvider(
+        ACPConfig(
+            command=sys.executable,
+            args=["-m", "subagent_acp.testing"],
+            env=env,
+            permission=permission,  # type: ignore[arg-type]
+            dispose_eof_grace_seconds=EOF_GRACE,
+            dispose_grace_seconds=TERM_GRACE,
+            dispose_kill_grace_seconds=KILL_GRACE,
+        )
+    )
+
+
+def _sdk(script: FakeScript) -> SDKProvider:
+    return SDKProvider(
+        SDKConfig(
+            command=sys.executable,
+            args=["-m", "subagent_sdk.testing", "--json", script.to_json()],
+            dispose_eof_grace_seconds=EOF_GRACE,
+            dispose_grace_seconds=TERM_GRACE,
+            dispose_kill_grace_seconds=KILL_GRACE,
+        )
+    )
+
+
+def _completed(text: str) -> Callable[[SubagentResult], bool]:
+    return lambda r: r == SubagentResult(stop_reason="completed", output=text)
+
+
+def _aborted(r: SubagentResult) -> bool:
+    return r.stop_reason == "aborted" and r.diagnostic is None
+
+
+ACP_CRASH = "Subagent failure (provider: acp; stage: process; category: process-exit; exit code: 3)"
+
+
+def _cases(context: ScenarioContext) -> list[Case]:
+    """One of each kind; the soak cycles through them (self-hosted ones are rarer)."""
+    return [
+        Case(
+            "acp complete",
+            _acp(script_env({"text": "acp ok", "chunks": 2})),
+            False,
+            _completed("acp ok"),
+        ),
+        Case(
+            "acp crash",
+            _acp(script_env({"crash": {"at": "prompt", "exit_code": 3}})),
+            False,
+            lambda r: r.stop_reason == "error" and r.diagnostic == ACP_CRASH,
+        ),
+        Case("acp hang + cancel", _acp(script_env({"hang_at": "prompt"})), True, _aborted),
+        Case(
+            "acp permission",
+            _acp(script_env({"permission": {"tool_kind": "execute"}, "text": "!"}), "allow"),
+            False,
+            _completed("[permission selected allow]!"),
+        ),
+        Case(
+            "acp TERM-trapping",
+            _acp(script_env({"trap_sigterm": True, "ignore_eof": True, "text": "trap"})),
+            False,
+            _completed("trap"),
+        ),
+        Case(
+            "sdk complete", _sdk(FakeScript(text="sdk ok", deltas=2)), False, _completed("sdk ok")
+        ),
+        Case(
+            "sdk crash",
+            _sdk(FakeScript(exit_during_prompt=3)),
+            False,
+            lambda r: r.stop_reason == "error" and r.diagnostic is not None,
+        ),
+        Case("sdk hang + cancel", _sdk(FakeScript(hang_at="prompt")), True, _aborted),
+        Case(
+            "sdk TERM-trapping",
+            _sdk(FakeScript(text="trap", trap_sigterm=True, ignore_eof=True)),
+            False,
+            _completed("trap"),
+        ),
+    ]
+
+
+def _self_cases(context: ScenarioContext) -> list[Case]:
+    return [
+        Case(
+            "harness acp-agent",
+            acp_agent_provider(context, extra_args=("--mode", "ask")),
+            False,
+            _completed("soak reply"),
+        ),
+        Case(
+            "harness sdk-runtime",
+            sdk_runtime_provider(context, extra_args=("--mode", "ask")),
+            False,
+            _completed("soak reply"),
+        ),
+    ]
+
+
+async def _one(case: Case, workspace: Path) -> SubagentResult:
+    cancel = CancelSignal()
+    request = SubagentRequest(prompt="SOAK: reply", cwd=workspace, cancel=cancel)
+    try:
+        run = await case.provider.start(request)
+    except SubagentStartError as error:
+        return SubagentResult(stop_reason="error", diagnostic=f"start: {error}")
+    async with run:
+        if case.cancel:
+            cancel.cancel()
+        return await run.result()
+
+
+def _fd_count() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _alive_and_zombies() -> tuple[int, int]:
+    reap_adopted()
+    children = psutil.Process().children(recursive=True)
+    zombies = 0
+    alive = 0
+    for child in children:
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                zombies += 1
+            else:
+                alive += 1
+        except psutil.NoSuchProcess:
+            pass
+    return alive, zombies
+
+
+async def test_soak_200_mixed_runs(scripted_model: Any, workspace: Path) -> None:
+    rules = [{"match": "SOAK", "replies": [{"text": "soak reply"}]}]
+    failures: list[str] = []
+    kinds: Counter[str] = Counter()
+    with anyio.fail_after(600):
+        async with scripted_model(rules) as server:
+            context = ScenarioContext(base_url=server.base_url, workspace=workspace)
+            plain = _cases(context)
+            hosted = _self_cases(context)
+            # Warm-up: the first run of each kind creates lazily-built state (imports, loop
+            # helpers) whose descriptors are not leaks.
+            for case in [*plain, *hosted]:
+                await _one(case, workspace)
+            fds_before = _fd_count()
+            plan = [
+                hosted[i // 25 % len(hosted)] if i % 25 == 24 else plain[i % len(plain)]
+                for i in range(RUNS)
+            ]
+            limiter = anyio.CapacityLimiter(AT_ONCE)
+
+            async def run(index: int, case: Case) -> None:
+                async with limiter:
+                    result = await _one(case, workspace)
+                kinds[case.kind] += 1
+                if not case.check(result):
+                    failures.append(f"#{index} {case.kind}: {result}")
+
+            async with anyio.create_task_group() as tg:
+                for index, case in enumerate(plan):
+                    tg.start_soon(run, index, case)
+            fds_after = _fd_count()
+    alive, zombies = _alive_and_zombies()
+    print(
+        f"\nsoak: {RUNS} runs ({dict(kinds)}), at most {AT_ONCE} at once, graces EOF "
+        f"{EOF_GRACE} s / TERM {TERM_GRACE} s / KILL {KILL_GRACE} s"
+    )
+    print(f"soak: processes alive {alive}, zombies {zombies}, fds {fds_before} -> {fds_after}")
+    assert failures == []
+    assert sum(kinds.values()) == RUNS
+    assert alive == 0
+    assert zombies == 0
+    assert fds_after == fds_before
