@@ -87,6 +87,9 @@ def _aborted(r: SubagentResult) -> bool:
     return r.stop_reason == "aborted" and r.diagnostic is None
 
 
+SDK_CRASH = (
+    "Subagent failure (provider: dsh-sdk; stage: session-run; category: transport; exit code: 3)"
+)
 ACP_CRASH = "Subagent failure (provider: acp; stage: process; category: process-exit; exit code: 3)"
 
 
@@ -125,7 +128,7 @@ def _cases(context: ScenarioContext) -> list[Case]:
             "sdk crash",
             _sdk(FakeScript(exit_during_prompt=3)),
             False,
-            lambda r: r.stop_reason == "error" and r.diagnostic is not None,
+            lambda r: r.stop_reason == "error" and r.diagnostic == SDK_CRASH,
         ),
         Case("sdk hang + cancel", _sdk(FakeScript(hang_at="prompt")), True, _aborted),
         Case(
