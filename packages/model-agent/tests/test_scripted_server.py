@@ -169,6 +169,7 @@ async def test_conversations_get_their_own_script_and_concurrency_is_counted() -
             assert server.max_in_flight_for("alpha") == 1
             assert server.max_in_flight_for("please") == 2
             assert server.in_flight == 0
+            assert server.in_flight_for("alpha") == 0
     assert results == {"alpha": "A2", "beta": "B1"}
 
 

@@ -16,6 +16,8 @@ from ._config import DEFAULT_MODEL as DEFAULT_MODEL
 from ._config import AgentConfig as AgentConfig
 from ._config import ModelEndpoint as ModelEndpoint
 from ._config import PhaseTimeouts as PhaseTimeouts
+from ._delegate_queue import DelegateQueue as DelegateQueue
+from ._delegate_queue import QueueFullError as QueueFullError
 from ._delegate_tool import SubagentDelegateTool as SubagentDelegateTool
 from ._events import AgentEvent as AgentEvent
 from ._events import AgentObserver as AgentObserver
@@ -33,8 +35,11 @@ from ._model_client import ModelRequestError as ModelRequestError
 from ._model_client import Sleep as Sleep
 from ._model_provider import ModelProvider as ModelProvider
 from ._process_tool import ProcessExecuteTool as ProcessExecuteTool
+from ._process_tool import ProcessState as ProcessState
 from ._round import ModelRound as ModelRound
 from ._round import ToolCall as ToolCall
+from ._shell import find_shell as find_shell
+from ._shell import missing_shell_diagnostic as missing_shell_diagnostic
 from ._tool import ApprovalCallback as ApprovalCallback
 from ._tool import Mode as Mode
 from ._tool import RequestContext as RequestContext
@@ -60,6 +65,7 @@ __all__ = [
     "ApprovalCallback",
     "ChildEnded",
     "ChildStarted",
+    "DelegateQueue",
     "FailureKind",
     "Mode",
     "ModelClient",
@@ -69,6 +75,8 @@ __all__ = [
     "ModelRound",
     "PhaseTimeouts",
     "ProcessExecuteTool",
+    "ProcessState",
+    "QueueFullError",
     "ReasoningDelta",
     "RequestContext",
     "RequestState",
@@ -83,4 +91,6 @@ __all__ = [
     "ToolEnded",
     "ToolOutcome",
     "ToolStarted",
+    "find_shell",
+    "missing_shell_diagnostic",
 ]

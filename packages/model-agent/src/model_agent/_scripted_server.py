@@ -91,6 +91,10 @@ class ScriptedModelServer:
             uses for rule, uses in zip(self._rules, self._uses, strict=True) if rule.match == match
         )
 
+    def in_flight_for(self, text: str) -> int:
+        """Requests being answered now whose first user message contains `text`."""
+        return sum(1 for first_user, _, end in self._spans if end is None and text in first_user)
+
     def max_in_flight_for(self, text: str) -> int:
         """The most requests in flight at once among those whose first user message contains
         `text` (e.g. the children of one delegation)."""
@@ -176,9 +180,12 @@ class ScriptedModelServer:
         if "chunked" in headers.get("transfer-encoding", "").lower():
             await _send_json(stream, 411, {"error": {"message": "length required"}}, close=True)
             return False
-        length = int(headers.get("content-length", "0") or "0")
-        if length > _MAX_BODY_BYTES:
-            await _send_json(stream, 413, {"error": {"message": "too large"}}, close=True)
+        try:
+            length = int(headers.get("content-length", "0") or "0")
+        except ValueError:
+            length = -1
+        if not 0 <= length <= _MAX_BODY_BYTES:
+            await _send_json(stream, 400, _error_body("bad Content-Length"), close=True)
             return False
         raw = await reader.receive_exactly(length) if length else b""
         keep_alive = headers.get("connection", "").lower() != "close"
