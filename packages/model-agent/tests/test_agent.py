@@ -416,3 +416,19 @@ def test_the_endpoint_reads_the_deepseek_environment() -> None:
     )
     assert ModelEndpoint.from_env({}, model="x").model == "x"
     assert dataclasses.replace(endpoint, api_key=None).api_key is None
+
+
+async def test_a_failing_observer_does_not_change_the_run(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(event: AgentEvent) -> None:
+        raise OSError("the UI went away")
+
+    script = rules("observer", {"text": "still fine", "chunks": 2})
+    with anyio.fail_after(30):
+        async with open_scripted_model_server(script) as server:
+            result = await Agent(config(server.base_url, workspace), observer=broken).run(
+                "observer"
+            )
+    assert (result.status, result.output) == ("completed", "still fine")
+    assert "agent observer failed" in caplog.text

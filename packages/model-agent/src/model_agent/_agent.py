@@ -8,6 +8,7 @@ sequential `run` calls. A run ends `completed`, `failed`, `cancelled`, `max-toke
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from ._model_client import ModelClient, ModelRequestError, Sleep
 from ._round import ModelRound, ToolCall
 from ._tool import RequestContext, Tool, ToolOutcome
 from ._toolset import Toolset
+
+_log = logging.getLogger("model_agent")
 
 AgentStatus = Literal["completed", "failed", "cancelled", "max-tokens", "step-limit"]
 
@@ -156,7 +159,11 @@ class Agent:
 
         def emit(event: AgentEvent) -> None:
             if context.state != "terminal" and observer is not None:
-                observer(event)
+                try:
+                    observer(event)
+                except Exception:
+                    # A failing observer (a closed UI, a broken pipe) must not change the run.
+                    _log.exception("agent observer failed; the event is dropped")
 
         return emit
 
