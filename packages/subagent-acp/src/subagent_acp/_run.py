@@ -218,7 +218,13 @@ class ACPRun(SubagentRun):
                 if self._proc is not None:
                     raise
                 _log.info("ACP run %s: could not spawn the child (%s)", self.id, error.reason)
-                self._fail_start(Failure("process", "process-start"), None, error)
+                # A workspace that vanished after it was checked is still a configuration fact.
+                failure = (
+                    Failure("initialize", "configuration")
+                    if error.reason == "bad-cwd"
+                    else Failure("process", "process-start")
+                )
+                self._fail_start(failure, None, error)
         except Exception as error:
             # A bug of ours must neither hang nor crash the parent: settle with safe facts.
             _log.exception("ACP run %s: unexpected failure", self.id)
