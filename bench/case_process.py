@@ -106,7 +106,7 @@ async def process_execute(ctx: Context) -> list[Section]:
             f"`yes | head -c {size}` through `process_execute` (keeps head and tail, counts "
             "every byte) vs the same producer piped into `cat > /dev/null` with "
             "`subprocess.run`; each in a fresh interpreter that imported `model_agent`.",
-            "Peak RSS is the interpreter's own `ru_maxrss` (children excluded).",
+            "Peak RSS is the interpreter's own high-water mark (`VmHWM`, children excluded).",
         ],
     )
     tool_rss: list[float] = []
@@ -128,6 +128,24 @@ async def process_execute(ctx: Context) -> list[Section]:
         "×",
         Target(">=", 0.5),
     )
-    flood.add("peak RSS, interpreter running process_execute", Sample(tuple(tool_rss)), "MB")
-    flood.add("peak RSS, interpreter running subprocess.run", Sample(tuple(cat_rss)), "MB")
+    flood.add("peak RSS, interpreter running process_execute", Sample(tuple(tool_rss)), "MiB")
+    flood.add("peak RSS, interpreter running subprocess.run", Sample(tuple(cat_rss)), "MiB")
     return [tiny, flood]
+
+
+def tool_flood(ctx: Context, size: int) -> Subject:
+    """The flood through `process_execute` in this process (for profiling)."""
+    tool = ProcessExecuteTool()
+
+    async def subject() -> float:
+        context = _context(ctx)
+        started = time.perf_counter()
+        outcome = await tool.call(
+            {"command": f"yes | head -c {size}", "timeout_ms": 600_000}, context
+        )
+        elapsed = time.perf_counter() - started
+        if json.loads(outcome.content)["stdoutTotalBytes"] != size:
+            raise BenchError("the flood lost bytes")
+        return elapsed
+
+    return subject

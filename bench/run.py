@@ -33,7 +33,7 @@ import case_sdk
 from _context import BENCH, Context
 from _findings import FINDINGS
 from _machine import describe, load_average
-from _report import Section, console_table, markdown_sections, target_rows
+from _report import Section, console_table, fmt, markdown_sections, spread, target_rows
 
 Case = Callable[[Context], Awaitable[list[Section]]]
 
@@ -103,10 +103,8 @@ def _markdown(
         "| target | measured (median, min–max) | verdict |",
         "|---|---|---|",
     ]
-    from _report import fmt, spread
-
     missed: list[str] = []
-    for section, row in target_rows(sections):
+    for _, row in target_rows(sections):
         assert row.target is not None
         lines.append(
             f"| {row.label}: {row.target} | {fmt(row.sample.median)} {row.unit} "
@@ -114,7 +112,6 @@ def _markdown(
         )
         if row.verdict == "MISSED":
             missed.append(row.label)
-        del section
     failed = [s.title for s in sections if s.error is not None]
     lines += ["", "## Missed targets and their profiled causes", ""]
     if not missed and not failed:
@@ -126,6 +123,49 @@ def _markdown(
         lines.append(f"- **{title}: the case failed to run** (see the section below).")
     lines += ["", "## Cases", "", markdown_sections(sections)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+README = BENCH.parent / "README.md"
+START = "<!-- bench:start -->"
+END = "<!-- bench:end -->"
+
+
+def _readme_section(sections: list[Section], started: datetime.datetime) -> str:
+    lines = [
+        START,
+        "## Benchmarks",
+        "",
+        "`uvx nox -s bench` runs `bench/` (never part of the test suite) and writes "
+        "[`bench/results.md`](bench/results.md): the machine, medians with min–max, and every "
+        "ratio computed pair by pair in the same run. Targets against the measured ratios "
+        f"from the last full run ({started:%Y-%m-%d %H:%M} UTC, a shared 2-core machine; "
+        "see the results file for the load average and the profiled cause of each miss):",
+        "",
+        "| target | measured median (min–max) | verdict |",
+        "|---|---|---|",
+    ]
+    for _, row in target_rows(sections):
+        assert row.target is not None
+        lines.append(
+            f"| {row.label} {row.target} | {fmt(row.sample.median)} {row.unit} "
+            f"({spread(row.sample)}) | {row.verdict} |"
+        )
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def _update_readme(sections: list[Section], started: datetime.datetime) -> None:
+    """Rewrites the block between the bench markers (appended once if absent)."""
+    text = README.read_text("utf-8")
+    block = _readme_section(sections, started)
+    if START in text and END in text:
+        head, _, rest = text.partition(START)
+        _, _, tail = rest.partition(END)
+        text = head + block + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    README.write_text(text, "utf-8")
+    print(f"updated the bench section of {README}")
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -160,6 +200,8 @@ async def _main(args: argparse.Namespace) -> int:
             "utf-8",
         )
         print(f"wrote {output}")
+        if output == BENCH / "results.md":
+            _update_readme(sections, started)
     return 1 if any(s.error is not None for s in sections) else 0
 
 
