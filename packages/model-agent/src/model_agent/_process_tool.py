@@ -64,6 +64,9 @@ _STATUS: dict[_Reason, ProcessState] = {
     "exit": "completed",
 }
 
+_READ_BYTES = 256 * 1024
+"""One read of a pipe: the event loop's own read size, so a flood costs few wake-ups."""
+
 _NON_INTERACTIVE_POSIX: dict[str, str | None] = {
     "PAGER": "cat",
     "GIT_PAGER": "cat",
@@ -458,9 +461,9 @@ async def _pump(
 ) -> None:
     try:
         if stream is not None:
-            async for chunk in stream:
-                buffer.feed(chunk)
-    except anyio.ClosedResourceError:
+            while True:
+                buffer.feed(await stream.receive(_READ_BYTES))
+    except (anyio.EndOfStream, anyio.ClosedResourceError):
         pass
     except (anyio.BrokenResourceError, OSError):
         verdict.offer("output")
