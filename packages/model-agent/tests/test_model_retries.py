@@ -150,6 +150,19 @@ async def test_a_non_transient_failure_fails_at_once(
     assert events == []
 
 
+async def test_a_json_document_instead_of_a_stream_fails_at_once(sleep) -> None:
+    """A server ignoring `stream: true` answers 200 with JSON; retrying would not help."""
+    with anyio.fail_after(30):
+        async with open_scripted_model_server(
+            script({"status": 200, "body": {"choices": []}})
+        ) as server:
+            error, events = await complete(server.base_url, sleep)
+            assert server.request_count == 1
+    assert isinstance(error, ModelRequestError)
+    assert (error.kind, error.reason) == ("failed", "not-a-stream")
+    assert events == []
+
+
 async def test_a_status_is_retried_only_when_the_operator_opted_in(sleep) -> None:
     with anyio.fail_after(30):
         async with open_scripted_model_server(

@@ -138,6 +138,10 @@ class HTTPTransport:
                 await _discard_body(response)
                 transient = status == 408 or status in endpoint.retry_statuses
                 raise AttemptFailure(f"http-{status}", transient=transient)
+            if response.headers.get("content-type", "").startswith("application/json"):
+                # A whole JSON document instead of a stream: not something a retry fixes.
+                await _discard_body(response)
+                raise AttemptFailure("not-a-stream", transient=False)
             return await _read_events(response, on_chunk, first_deadline, timeouts.idle_seconds)
         finally:
             if response is not None:
