@@ -118,7 +118,7 @@ async def test_handshake_params_are_recorded_exactly_once(
 ) -> None:
     record = tmp_path / "init.jsonl"
     await run_once(provider(FakeScript(record_initialize=str(record))), tmp_path)
-    assert [json.loads(x) for x in record.read_text().splitlines()] == [
+    assert [json.loads(x) for x in record.read_text(encoding="utf-8").splitlines()] == [
         {"cwd": str(tmp_path), "provider": "deepseek-official", "model": "deepseek-chat"}
     ]
     record.unlink()
@@ -126,7 +126,7 @@ async def test_handshake_params_are_recorded_exactly_once(
         FakeScript(record_initialize=str(record)), provider="other-llm", model="m-2", max_tokens=77
     )
     await run_once(custom, tmp_path)
-    assert [json.loads(x) for x in record.read_text().splitlines()] == [
+    assert [json.loads(x) for x in record.read_text(encoding="utf-8").splitlines()] == [
         {"cwd": str(tmp_path), "provider": "other-llm", "model": "m-2", "maxTokens": 77}
     ]
 
@@ -163,7 +163,7 @@ async def test_cwd_rules(provider: Provider, tmp_path: Path) -> None:
     configuration = line("initialize", "configuration")
     no_cwd = provider(cwd=None)
     for cwd in (None, Path("relative/dir"), tmp_path / "missing", tmp_path / "file"):
-        (tmp_path / "file").write_text("x")
+        (tmp_path / "file").write_text("x", encoding="utf-8")
         error = await start_error(no_cwd, SubagentRequest(prompt="p", cwd=cwd))
         assert error.diagnostic == configuration
     error = await start_error(
@@ -375,7 +375,7 @@ async def test_hang_at_initialize_until_the_go_file(provider: Provider, tmp_path
         async with anyio.create_task_group() as tg:
             tg.start_soon(start)
             await wait_for_file(ready)
-            go.write_text("go")
+            go.write_text("go", encoding="utf-8")
     assert results == [SubagentResult(stop_reason="completed", output="went")]
 
 
