@@ -64,6 +64,9 @@ _STATUS: dict[_Reason, ProcessState] = {
     "exit": "completed",
 }
 
+_EOF_AFTER_TEARDOWN_SECONDS = 0.25
+"""How long the pipes may take to report EOF once the known tree is gone."""
+
 _READ_BYTES = 256 * 1024
 """One read of a pipe: the event loop's own read size, so a flood costs few wake-ups."""
 
@@ -422,6 +425,8 @@ class ProcessExecuteTool:
                         await streams.drained.wait()
                         race.cancel_scope.cancel()
             gone = await proc.terminate(0.0, self._term_grace, self._kill_grace)
+            with anyio.move_on_after(_EOF_AFTER_TEARDOWN_SECONDS):
+                await streams.drained.wait()
             if not streams.drained.is_set():
                 # Someone outside the known tree still holds a pipe: an escaped grandchild.
                 kill_marked(marker)
