@@ -196,6 +196,14 @@ async def test_finish_reason_length_is_max_tokens(workspace: Path) -> None:
     assert (result.status, result.output) == ("max-tokens", "cut sho")
 
 
+async def test_finish_reason_content_filter_is_a_refusal(workspace: Path) -> None:
+    script = rules("filtered", {"text": "I can", "finish_reason": "content_filter"})
+    with anyio.fail_after(30):
+        async with open_scripted_model_server(script) as server:
+            result = await Agent(config(server.base_url, workspace)).run("filtered")
+    assert (result.status, result.output, result.error) == ("refusal", "I can", None)
+
+
 async def test_a_failed_request_fails_the_run_with_safe_text_and_partial_output(
     workspace: Path, sleep
 ) -> None:
@@ -244,7 +252,8 @@ async def test_cancel_during_a_tool_rejects_the_rest_of_the_round(workspace: Pat
     class CancellingTool(CountingTool):
         async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
             cancel.cancel()
-            await anyio.lowlevel.checkpoint()
+            while context.state == "active":  # the loop's watcher reacts on a later turn
+                await anyio.lowlevel.checkpoint()
             states.append(context.state)
             return await super().call(arguments, context)
 

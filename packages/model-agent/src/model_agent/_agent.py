@@ -28,7 +28,10 @@ from ._toolset import Toolset
 
 _log = logging.getLogger("model_agent")
 
-AgentStatus = Literal["completed", "failed", "cancelled", "max-tokens", "step-limit"]
+AgentStatus = Literal["completed", "failed", "cancelled", "max-tokens", "step-limit", "refusal"]
+"""`refusal`: the model stopped with `finish_reason: content_filter` (the answer is withheld)."""
+
+_FINISH_STATUS: dict[str, AgentStatus] = {"length": "max-tokens", "content_filter": "refusal"}
 
 TOOL_CANCEL_GRACE_SECONDS = 10.0
 """After a cancel, how long a running tool may take to stop by itself before its task is
@@ -256,9 +259,7 @@ class _Run:
                 last_output = reply.content
                 self._messages.append(_assistant_message(reply))
                 if not reply.tool_calls:
-                    status: AgentStatus = (
-                        "max-tokens" if reply.finish_reason == "length" else "completed"
-                    )
+                    status = _FINISH_STATUS.get(reply.finish_reason or "", "completed")
                     return _Ending(status, reply.content)
                 if steps >= config.max_steps:
                     self._skip_calls(reply.tool_calls, _NOT_RUN_STEP_LIMIT)
