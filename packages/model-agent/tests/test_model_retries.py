@@ -330,3 +330,17 @@ async def test_a_finished_stream_returns_its_connection_to_the_pool(sleep) -> No
                     reply = await client.complete(MESSAGES)
                     assert reply.content == "ok"
             assert (server.request_count, server.connection_count) == (3, 1)
+
+
+async def test_keep_alive_comments_keep_a_slow_stream_alive(sleep) -> None:
+    """Comments are liveness: a stream longer than the idle limit, never idle that long, completes."""
+    with anyio.fail_after(30):
+        async with open_scripted_model_server(
+            script({"keepalives": 15, "delay_ms": 100, "text": "late but fine"})
+        ) as server:
+            reply, events = await complete(
+                server.base_url, sleep, timeouts=PhaseTimeouts(idle_seconds=1.0)
+            )
+            assert server.request_count == 1
+    assert reply.content == "late but fine"
+    assert events == [TextDelta("late but fine")]

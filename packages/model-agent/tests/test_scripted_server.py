@@ -11,7 +11,7 @@ import anyio
 import httpx
 import openai
 import pytest
-from model_agent.testing import ScriptError, open_scripted_model_server, parse_script
+from model_agent.testing import ScriptError, main, open_scripted_model_server, parse_script
 from subagent_core import open_managed_process
 
 SCRIPT: dict[str, Any] = {
@@ -209,3 +209,14 @@ async def test_the_server_runs_as_a_process_and_prints_its_url_first(tmp_path: P
                 )
             assert text == "from a process"
             await process.terminate(0.5, 0.5, 1.0)
+
+
+def test_the_command_line_refuses_a_bad_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{"rules": [{"replies": [{"status": 99}]}]}', "utf-8")
+    assert main(["--script", str(path)]) == 2
+    assert (
+        capsys.readouterr().err == "error: rules[0].replies[0].status must be an HTTP status code\n"
+    )
