@@ -223,7 +223,8 @@ async def test_a_child_asking_for_a_tool_the_parent_lacks_is_refused(
         with anyio.fail_after(30):
             result = await Agent(config(server, workspace, mode=mode)).run("[parent] go")
     (call,) = tool_entries(result)
-    assert (call.text, call.is_error) == (message, True)
+    assert json.loads(call.text or "") == {"status": "failed", "output": "", "error": message}
+    assert call.is_error is True
     assert requests_of(server, "[child]") == []
     assert child_entries(result) == []
 
@@ -323,7 +324,8 @@ async def test_invalid_or_forged_calls_fail_before_anything_starts(
     tool = SubagentDelegateTool(unreachable_config(workspace))
     with anyio.fail_after(30):
         outcome = await tool.call(arguments, direct_context(workspace, **overrides))
-    assert outcome == ToolOutcome(message, is_error=True)
+    assert outcome.is_error is True
+    assert json.loads(outcome.content) == {"status": "failed", "output": "", "error": message}
 
 
 async def test_child_failure_is_a_failed_result(workspace: Path) -> None:

@@ -204,18 +204,18 @@ class SubagentDelegateTool:
         """Validates, queues, runs and reports one child; never raises for child failure."""
         refusal = _gate(context)
         if refusal is not None:
-            return ToolOutcome(refusal, is_error=True)
+            return _failed(refusal)
         try:
             parsed = parse_delegate_arguments(arguments, context.tool_names)
         except InvalidDelegateArgumentsError as error:
-            return ToolOutcome(str(error), is_error=True)
+            return _failed(str(error))
         try:
             async with self._queue.slot(context.cancel) as admitted:
                 if not admitted or context.cancel.cancelled:
                     return _cancelled_before_start()
                 return await self._run_child(parsed, context)
         except QueueFullError as error:
-            return ToolOutcome(delegate_result("failed", "", error=str(error)), is_error=True)
+            return _failed(str(error))
 
     def child_base_config(self, context: RequestContext) -> AgentConfig:
         """The parent request's snapshot as a child config (the provider narrows it further)."""
@@ -286,6 +286,11 @@ class SubagentDelegateTool:
             )
         )
         return outcome
+
+
+def _failed(error: str) -> ToolOutcome:
+    """A call that ended `failed` before any child ran (invalid, refused, queue full)."""
+    return ToolOutcome(delegate_result("failed", "", error=error), is_error=True)
 
 
 def _cancelled_before_start() -> ToolOutcome:
