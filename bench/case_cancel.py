@@ -137,6 +137,7 @@ def process_subject(ctx: Context, behaviour: Behaviour) -> Subject:
             ended.append(time.perf_counter())
             content.append(outcome.content)
 
+        started = 0.0
         async with anyio.create_task_group() as group:
             group.start_soon(call)
             await wait_for_file(marker)

@@ -7,7 +7,6 @@ alone; the target is at most 1.1× that floor.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
@@ -74,17 +73,14 @@ def parents(ctx: Context, endpoint: ModelEndpoint, peaks: list[int]) -> Subject:
         ]
         statuses: list[str] = []
 
-        def runner(index: int) -> Callable[[], object]:
-            async def run() -> None:
-                result = await agents[index].run(f"{_parent_key(round_index, index)} delegate")
-                statuses.append(f"{result.status}:{result.output}")
-
-            return run
+        async def run_one(index: int) -> None:
+            result = await agents[index].run(f"{_parent_key(round_index, index)} delegate")
+            statuses.append(f"{result.status}:{result.output}")
 
         started = time.perf_counter()
         async with anyio.create_task_group() as group:
             for index in range(PARENTS):
-                group.start_soon(runner(index))
+                group.start_soon(run_one, index)
         elapsed = time.perf_counter() - started
         if statuses != ["completed:parent done"] * PARENTS:
             raise BenchError(f"parents ended {sorted(set(statuses))}")

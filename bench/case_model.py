@@ -8,7 +8,7 @@ agent would.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 
 import anyio
@@ -17,7 +17,8 @@ from _report import Section, Target
 from _timing import Subject, paired, ratios
 from anyio.streams.text import TextReceiveStream
 from model_agent import AgentEvent, ModelClient, ModelEndpoint, TextDelta
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, AsyncStream
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
 SHORT_TEXT = "The quick brown fox jumps over the lazy dog."
 SHORT_CHUNKS = 8
@@ -27,7 +28,7 @@ MODEL = "bench-model"
 
 
 @asynccontextmanager
-async def scripted_server(ctx: Context, name: str, rules: object) -> AsyncIterator[str]:
+async def scripted_server(ctx: Context, name: str, rules: object) -> AsyncGenerator[str]:
     """Starts the scripted server process on `rules`; yields its base URL."""
     script = ctx.write_json(f"{name}.json", {"rules": rules})
     async with await anyio.open_process(
@@ -55,6 +56,10 @@ def _messages(kind: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": f"{kind}: answer please"}]
 
 
+def _openai_messages(kind: str) -> list[ChatCompletionMessageParam]:
+    return [{"role": "user", "content": f"{kind}: answer please"}]
+
+
 def ours(client: ModelClient, kind: str, expected: str, ttft: bool) -> Subject:
     async def subject() -> float:
         first: list[float] = []
@@ -78,9 +83,9 @@ def theirs(client: AsyncOpenAI, kind: str, expected: str, ttft: bool) -> Subject
         first: float | None = None
         parts: list[str] = []
         started = time.perf_counter()
-        stream = await client.chat.completions.create(
+        stream: AsyncStream[ChatCompletionChunk] = await client.chat.completions.create(
             model=MODEL,
-            messages=_messages(kind),  # type: ignore[arg-type]
+            messages=_openai_messages(kind),
             stream=True,
             stream_options={"include_usage": True},
         )

@@ -98,7 +98,7 @@ async def _main(name: str, runs: int) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("scenario", choices=[*SCENARIOS, "delegation"])
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()

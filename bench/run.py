@@ -206,7 +206,7 @@ async def _main(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few repetitions (smoke run)")
     parser.add_argument("--only", help="comma-separated case names: " + ", ".join(CASES))
     parser.add_argument("--output", type=Path, help="Markdown file to write")
