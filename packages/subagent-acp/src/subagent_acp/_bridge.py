@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 _log = logging.getLogger("subagent_acp")
 
-_READ_CHUNK = 65536
+_READ_CHUNK = 1 << 20
 
 ErrorKind = Literal["rpc-error", "connection-lost", "frame-too-long", "invalid", "other"]
 
@@ -279,7 +279,11 @@ def classify_error(error: BaseException) -> ErrorKind:
     return "other"
 
 
-def spawn_owner(body: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
+OwnerTask = asyncio.Task[None]
+"""The task that owns one run's process and connection."""
+
+
+def spawn_owner(body: Callable[[], Awaitable[None]]) -> OwnerTask:
     """Runs a run's owner coroutine as its own task; the run keeps the reference and awaits it."""
 
     async def run() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from pathlib import Path
 
 import anyio
@@ -25,7 +26,8 @@ _RUN_MODULE = "subagent_acp._run"
 
 async def _load_run_module() -> None:
     """Imports the run (and with it the `acp` SDK, ~1 s of schema building) off the loop."""
-    await anyio.to_thread.run_sync(importlib.import_module, _RUN_MODULE)
+    if _RUN_MODULE not in sys.modules:
+        await anyio.to_thread.run_sync(importlib.import_module, _RUN_MODULE)
 
 
 class ACPProvider:

@@ -12,7 +12,6 @@ request; the SDK's own waits are never trusted to end.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from subagent_core import (
     safe_tool_kind,
 )
 
-from ._bridge import FramedTransport, Session, classify_error, spawn_owner
+from ._bridge import FramedTransport, OwnerTask, Session, classify_error, spawn_owner
 from ._config import ACPConfig
 from ._facts import Failure, Stage, map_stop_reason, result_diagnostic, teardown_line
 
@@ -103,7 +102,7 @@ class ACPRun(SubagentRun):
         self._settled = anyio.Event()
         self._stop = anyio.Event()
         self._done = anyio.Event()
-        self._owner: asyncio.Task[None] | None = None
+        self._owner: OwnerTask | None = None
         graces = (
             config.dispose_eof_grace_seconds
             + config.dispose_grace_seconds
