@@ -545,3 +545,45 @@ async def test_ten_parents_share_three_child_slots_in_fifo_order(workspace: Path
     started = [who for kind, who in order if kind == "started"]
     assert started == queued
     assert sorted(started) == [str(n) for n in range(parents)]
+
+
+async def test_parent_cancel_reaches_queued_and_running_children(workspace: Path) -> None:
+    parents = 4
+    rules: list[dict[str, Any]] = []
+    for n in range(parents):
+        rules.append(
+            {"match": f"[parent {n}]", "replies": [delegate(f"[child {n}] wait"), answer("x")]}
+        )
+        rules.append({"match": f"[child {n}]", "replies": [{"hang": "after-headers"}]})
+    cancel = CancelSignal()
+    results: dict[int, AgentResult] = {}
+    queue = delegate_queue()
+    async with open_scripted_model_server({"rules": rules}) as server:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                for n in range(parents):
+
+                    async def one(n: int = n) -> None:
+                        agent = Agent(config(server, workspace))
+                        results[n] = await agent.run(f"[parent {n}] go", cancel)
+
+                    tg.start_soon(one)
+                await poll_until(lambda: queue.queued == 1)
+                await poll_until(lambda: server.max_in_flight_for("[child ") == 3)
+                cancel.cancel()
+        child_requests = len(requests_of(server, "[child "))
+    assert child_requests == 3
+    endings = sorted(
+        (
+            json.loads(tool_entries(results[n])[0].text or "")["error"],
+            len(child_entries(results[n])),
+        )
+        for n in range(parents)
+    )
+    assert endings == [
+        ("subagent run was cancelled", 2),
+        ("subagent run was cancelled", 2),
+        ("subagent run was cancelled", 2),
+        ("subagent run was cancelled before it started", 0),
+    ]
+    assert all(results[n].status == "cancelled" for n in range(parents))

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import struct
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import psutil
 import pytest
+from model_agent._output_buffer import HeadTailBuffer
 from model_agent._process_tool import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
     ProcessExecuteTool,
     ProcessState,
+    _pump,
+    _Streams,
     _Verdict,
     parse_process_arguments,
 )
@@ -448,6 +454,25 @@ def test_precedence_cancel_over_timeout_over_output_over_exit() -> None:
     assert verdict.commit() == "exit"
     verdict.offer("cancel")
     assert verdict.commit() == "exit"
+
+
+async def test_a_broken_output_stream_is_an_output_failure() -> None:
+    """A pipe that errors (here: a real TCP stream reset by its peer) offers `output`."""
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    streams = _Streams(HeadTailBuffer(), HeadTailBuffer(), finished=1, drained=anyio.Event())
+    verdict = _Verdict()
+    with anyio.fail_after(10):
+        async with listener, await anyio.connect_tcp("127.0.0.1", port) as client:
+            server = await listener.listeners[0].accept()  # type: ignore[attr-defined]
+            raw = server.extra(anyio.abc.SocketAttribute.raw_socket)
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            await server.send(b"partial")
+            await server.aclose()
+            await _pump(client, streams, streams.stdout, verdict)
+    assert verdict.offered == {"output"}
+    assert verdict.commit() == "output"
+    assert streams.drained.is_set()
 
 
 # --- working directory table ------------------------------------------------------------------
