@@ -104,7 +104,7 @@ class SDKClient:
         self._supervisor: BackgroundTask | None = None
         self._ready = anyio.Event()
         self._stop = anyio.Event()
-        self._spawn_error: SpawnError | None = None
+        self._spawn_error: Exception | None = None
         self._process: ManagedProcess | None = None
         self._writer: FrameWriter | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -134,10 +134,10 @@ class SDKClient:
             with anyio.CancelScope(shield=True):
                 await self.close()
             raise
-        if self._spawn_error is not None:
-            raise TransportClosedError(
-                f"could not start the SDK runtime ({self._spawn_error.reason})"
-            ) from self._spawn_error
+        error = self._spawn_error
+        if error is not None:
+            reason = error.reason if isinstance(error, SpawnError) else "os-error"
+            raise TransportClosedError(f"could not start the SDK runtime ({reason})") from error
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -248,7 +248,9 @@ class SDKClient:
                     self._ready.set()
                     await self._stop.wait()
                     task_group.cancel_scope.cancel()
-        except SpawnError as error:
+        except Exception as error:
+            if self._ready.is_set():
+                raise
             self._spawn_error = error
         finally:
             self._task_group = None
@@ -257,26 +259,20 @@ class SDKClient:
 
     async def _read(self, process: ManagedProcess, stdout: anyio.abc.ByteReceiveStream) -> None:
         reader = FrameReader(stdout, max_frame_bytes=self._max_frame_bytes)
-        reason = "the SDK runtime closed its output"
-        oversized = False
         try:
             while True:
                 self._dispatch(await reader.receive())
-        except anyio.EndOfStream:
-            pass
         except FrameTooLargeError:
-            reason = (
-                f"the SDK runtime sent a line over the {self._max_frame_bytes}-byte frame limit"
-            )
-            oversized = True
-        except OSError:
-            reason = "reading the SDK runtime's output failed"
-        finally:
-            if oversized:
-                self._fail_transport(reason)
-        if oversized:
+            limit = self._max_frame_bytes
+            self._fail_transport(f"the SDK runtime sent a line over the {limit}-byte frame limit")
+            # The stream is no longer trusted, but keep it flowing so the runtime never blocks.
             await _discard(stdout)
             return
+        except anyio.EndOfStream:
+            reason = "the SDK runtime closed its output"
+        except OSError:
+            reason = "reading the SDK runtime's output failed"
+        # Wait briefly for the exit facts and the last stderr lines, for the host-log message.
         with anyio.move_on_after(_FACTS_WAIT_SECONDS):
             await process.wait()
             await self._stderr.ended.wait()
