@@ -80,6 +80,11 @@ class SDKClient:
 
     Use as `async with SDKClient(...) as client:` or call `start()` and, on every path,
     `close()` (memoized; safe from any task). All errors raised are `SDKError` subclasses.
+
+    `env` is the runtime's whole environment (`None` inherits this process's unchanged; the
+    provider passes `subagent_core.child_env(...)`, which drops credential-shaped names).
+    The reader and stderr drain run in one task the client owns (asyncio backend), so a client
+    started in one task may be closed from another.
     """
 
     def __init__(
