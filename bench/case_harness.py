@@ -41,7 +41,7 @@ async def startup(ctx: Context) -> list[Section]:
     demo = await paired(
         {"demo": process_subject([harness, "demo", "--no-live"]), "floor": floor},
         warmup=0,
-        repeat=ctx.reps(3, 1),
+        repeat=ctx.reps(2, 1),
     )
     section.add("harness demo --no-live", demo["demo"], "s")
     section.add("harness demo / floor", ratios(demo["demo"], demo["floor"]), "×")
