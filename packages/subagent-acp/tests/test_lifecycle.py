@@ -497,28 +497,27 @@ async def test_reregistering_while_a_run_is_live(
     make_config, tmp_path: Path, wait_for_path
 ) -> None:
     marker = tmp_path / "prompted"
+    gate = tmp_path / "gate"
     script = {
         "text": "still here",
-        "hang_at": "prompt",
-        "markers": [{"at": "prompt_output", "path": str(marker)}],
+        "gate_file": str(gate),
+        "markers": [{"at": "prompt", "path": str(marker)}],
     }
-    config = make_config(script)
     registry = SubagentRegistry()
-    unregister = registry.register(ACPProvider(config))
-    cancel = CancelSignal()
+    unregister = registry.register(ACPProvider(make_config(script)))
     with anyio.fail_after(60):
-        run = await registry.start("acp", SubagentRequest(prompt="go", cancel=cancel))
+        run = await registry.start("acp", SubagentRequest(prompt="go"))
         async with run:
+            await wait_for_path(marker)  # the prompt is in flight
             unregister()
             assert registry.names() == []
             registry.register(ACPProvider(make_config({"text": "fresh"})))
-            await wait_for_path(marker)
-            cancel.cancel()
+            await anyio.Path(gate).touch()
             result = await run.result()
         second = await registry.start("acp", SubagentRequest(prompt="go"))
         async with second:
             fresh = await second.result()
-    assert result == SubagentResult(stop_reason="aborted", output="still here")
+    assert result == SubagentResult(stop_reason="completed", output="still here")
     assert fresh == SubagentResult(stop_reason="completed", output="fresh")
 
 

@@ -60,6 +60,7 @@ KNOBS = frozenset(
         "grandchild",
         "grandchild_setsid",
         "close_stdin_at",
+        "gate_file",
     }
 )
 
@@ -383,6 +384,11 @@ class FakeChild:
                 if permission.get("echo_outcome", True):
                     self._chunk("[permission cancelled]")
                 stop_reason = permission.get("stop_reason_if_cancelled", stop_reason)
+        gate = script.get("gate_file")
+        if isinstance(gate, str):
+            self._flush()
+            while not Path(gate).exists():  # the test opens the gate by creating the file
+                threading.Event().wait(0.01)
         for piece in _split(str(script.get("text", "")), int(script.get("chunks", 1))):
             self._chunk(piece)
         huge = script.get("huge_chunk_bytes")
