@@ -10,7 +10,11 @@ from model_agent._round import RoundAccumulator
 from model_agent._sse import SSEDecoder
 
 payloads = st.lists(
-    st.text(alphabet=st.characters(blacklist_characters="\r\n"), max_size=40), max_size=8
+    st.text(
+        alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"),
+        max_size=40,
+    ),
+    max_size=8,
 )
 
 
