@@ -168,12 +168,17 @@ else:
                 os.killpg(tree.pgid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
+        # Members still in the group got the group signal; signal only the escapees, so a
+        # child that handles one SIGTERM is not hit by a second one.
         for pid, created in list(tree.members.items()):
-            if _is_alive(pid, created):
-                try:
-                    os.kill(pid, sig)
-                except (ProcessLookupError, PermissionError):
+            if not _is_alive(pid, created):
+                continue
+            try:
+                if tree.pgid is not None and os.getpgid(pid) == tree.pgid:
                     continue
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                continue
 
     def signal_name(returncode: int) -> str | None:
         """`SIGKILL` for a returncode of -9; `None` for a normal exit."""
