@@ -125,12 +125,13 @@ class ScriptedModelServer:
             self._arrivals.remove(item)
             item[1].set()
 
-    def _pick(self, body: Mapping[str, Any]) -> tuple[Reply, int] | None:
+    def _pick(self, body: Mapping[str, Any]) -> tuple[Reply, int, int] | None:
+        """The reply, its rule's index and the request's number within that rule."""
         first_user = _first_user_text(body)
         for index, rule in enumerate(self._rules):
             if rule.match in first_user:
                 self._uses[index] += 1
-                return self._next_reply(index), index
+                return self._next_reply(index), index, self._uses[index]
         return None
 
     def _next_reply(self, index: int) -> Reply:
@@ -212,8 +213,8 @@ class ScriptedModelServer:
                 error = _error_body("no scripted reply matches this conversation")
                 await _send_json(stream, 400, error, close=not keep_alive)
                 return keep_alive
-            reply, rule_index = picked
-            await self._answer(stream, reader, body, reply, rule_index)
+            reply, rule_index, request_number = picked
+            await self._answer(stream, reader, body, reply, (rule_index, request_number))
         finally:
             self._in_flight -= 1
             self._clock += 1
@@ -226,7 +227,7 @@ class ScriptedModelServer:
         reader: BufferedByteReceiveStream,
         body: Mapping[str, Any],
         reply: Reply,
-        rule_index: int,
+        position: tuple[int, int],
     ) -> None:
         if reply.first_byte_delay_ms:
             await anyio.sleep(reply.first_byte_delay_ms / 1000)
@@ -272,7 +273,7 @@ class ScriptedModelServer:
             await frames.raw(b'data: {"choices": [\n\n')
             await frames.end()
             return
-        request_number = self._uses[rule_index]
+        rule_index, request_number = position
         for index, call in enumerate(reply.tool_calls):
             call_id = call.id or f"call_{rule_index}_{request_number}_{index}"
             head_delta = {
