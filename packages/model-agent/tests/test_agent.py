@@ -441,3 +441,28 @@ async def test_a_failing_observer_does_not_change_the_run(
             )
     assert (result.status, result.output) == ("completed", "still fine")
     assert "agent observer failed" in caplog.text
+
+
+async def test_a_tool_that_raises_fails_the_run_without_its_exception_text(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class BrokenTool(CountingTool):
+        name = "broken"
+
+        async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
+            raise RuntimeError("SECRET internal detail")
+
+    script = rules("crash", {"tool_calls": [call("broken", {}, "b1"), call("count", {}, "b2")]})
+    with anyio.fail_after(30):
+        async with open_scripted_model_server(script) as server:
+            agent = Agent(
+                config(server.base_url, workspace), extra_tools=[BrokenTool(), CountingTool()]
+            )
+            result = await agent.run("crash")
+    assert (result.status, result.error) == ("failed", "internal error in tool broken")
+    assert "SECRET" not in repr(result)
+    assert [m["content"] for m in agent.messages if m["role"] == "tool"] == [
+        "tool call failed with an internal error",
+        "tool call failed with an internal error",
+    ]
+    assert "tool broken raised" in caplog.text

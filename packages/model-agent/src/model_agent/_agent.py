@@ -1,8 +1,8 @@
 """The agent loop: model round, then its tool calls one at a time, until an answer or a limit.
 
 One `Agent` is one conversation (an ACP or SDK session): it keeps its messages across
-sequential `run` calls. A run ends `completed`, `failed`, `cancelled`, `max-tokens` or
-`step-limit`; expected outcomes are values, never exceptions.
+sequential `run` calls. A run ends `completed`, `failed`, `cancelled`, `max-tokens`,
+`step-limit` or `refusal`; expected outcomes are values, never exceptions.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ SUMMARY_INSTRUCTION = (
 SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
 _NOT_RUN_CANCELLED = "tool call not run: the request was cancelled"
 _NOT_RUN_STEP_LIMIT = "tool call not run: the step limit was reached"
+_NOT_RUN_INTERNAL = "tool call failed with an internal error"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -311,6 +312,11 @@ class _Run:
                 self._skip_calls(calls[index:], _NOT_RUN_CANCELLED)
                 return _Ending("cancelled", "")
             outcome = await self._run_call(call)
+            if outcome is None:
+                # A tool raised: a broken internal contract ends the loop (failure is a value).
+                self._skip_calls(calls[index:], _NOT_RUN_INTERNAL)
+                self._record(ActivityEntry(kind="failure", name=call.name, reason="tool-error"))
+                return _Ending("failed", "", f"internal error in tool {call.name}")
             self._messages.append(
                 {"role": "tool", "tool_call_id": call.id, "content": outcome.content}
             )
@@ -329,15 +335,25 @@ class _Run:
             return _Ending("cancelled", "")
         return None
 
-    async def _run_call(self, call: ToolCall) -> ToolOutcome:
-        """Runs one call; a cancel moves the request to `cancelling` and bounds the wait."""
+    async def _run_call(self, call: ToolCall) -> ToolOutcome | None:
+        """Runs one call; a cancel moves the request to `cancelling` and bounds the wait.
+
+        Returns None when the tool raised (its exception text is never shown: it is logged).
+        """
         context = self._context
         context.emit(ToolStarted(call.id, call.name, call.arguments))
         outcome: ToolOutcome | None = None
+        crashed = False
         async with anyio.create_task_group() as group:
             group.start_soon(self._stop_on_cancel, group.cancel_scope)
-            outcome = await self._toolset.call(call, context)
+            try:
+                outcome = await self._toolset.call(call, context)
+            except Exception:
+                _log.exception("tool %s raised", call.name)
+                crashed = True
             group.cancel_scope.cancel()
+        if crashed:
+            return None
         if outcome is None:
             return ToolOutcome("tool call was cancelled", is_error=True)
         return outcome
