@@ -269,7 +269,7 @@ async def test_a_length_finish_is_max_tokens(scripted_model: Any, workspace: Pat
 
 
 async def test_session_cancel_reaches_the_running_command(
-    scripted_model: Any, workspace: Path
+    scripted_model: Any, workspace: Path, wait_for_pid: Any, process_gone: Any
 ) -> None:
     rules = [
         {
@@ -288,7 +288,7 @@ async def test_session_cancel_reaches_the_running_command(
         }
     ]
     client = RecordingClient()
-    marker = anyio.Path(workspace / "started")
+    marker = workspace / "started"
     with anyio.fail_after(60):
         async with (
             scripted_model(rules) as server,
@@ -302,20 +302,11 @@ async def test_session_cancel_reaches_the_running_command(
                     responses.append(await _prompt(agent, session_id, "long job"))
 
                 tg.start_soon(prompt)
-                while not await marker.exists() or not (await marker.read_text()).strip():  # noqa: ASYNC110
-                    await anyio.sleep(0.02)
-                pid = int((await marker.read_text()).strip())
+                pid = await wait_for_pid(marker)
                 assert psutil.pid_exists(pid)
                 await agent.conn.cancel(session_id=session_id)
     assert [r.stop_reason for r in responses] == ["cancelled"]
-    assert _gone(pid)
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+    assert process_gone(pid)
 
 
 async def test_stdin_eof_ends_the_agent_with_exit_0(scripted_model: Any, workspace: Path) -> None:

@@ -58,7 +58,7 @@ async def test_subagent_delegate_runs_an_in_process_child(
 
 
 async def test_parent_cancel_reaches_the_childs_running_command(
-    scripted_model: Any, workspace: Path
+    scripted_model: Any, workspace: Path, wait_for_pid: Any, process_gone: Any
 ) -> None:
     rules = [
         {
@@ -77,7 +77,7 @@ async def test_parent_cancel_reaches_the_childs_running_command(
         },
         {"match": "PARENT-HANG", "replies": [_delegate("CHILD-HANG: run it"), {"text": "never"}]},
     ]
-    marker = anyio.Path(workspace / "started")
+    marker = workspace / "started"
     cancel = CancelSignal()
     events: list[AgentEvent] = []
     with anyio.fail_after(60):
@@ -89,15 +89,10 @@ async def test_parent_cancel_reaches_the_childs_running_command(
                 results.append(await agent.run("PARENT-HANG: delegate", cancel))
 
             tg.start_soon(parent)
-            while not await marker.exists() or not (await marker.read_text()).strip():  # noqa: ASYNC110
-                await anyio.sleep(0.02)
-            pid = int((await marker.read_text()).strip())
+            pid = await wait_for_pid(marker)
             assert psutil.pid_exists(pid)
             cancel.cancel()
     assert [r.status for r in results] == ["cancelled"]
-    try:
-        assert psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        pass
+    assert process_gone(pid)
     ended = [e for e in events if isinstance(e, ChildEnded)]
     assert [e.status for e in ended] in ([], ["cancelled"])

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import psutil
 import pytest
 from harness._scenario_bodies import ACP_FAILURE, SDK_FAILURE, demo, failures, keyed
 from harness._scenario_runner import run_one
@@ -69,13 +68,6 @@ async def test_sdk_runtime_model_failure_is_pinned(scripted_model: Any, workspac
     )
 
 
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 @pytest.mark.parametrize(
     ("name", "marker"),
     [
@@ -84,7 +76,7 @@ def _gone(pid: int) -> bool:
     ],
 )
 async def test_cancel_reaches_the_childs_command(
-    name: str, marker: str, scripted_model: Any, workspace: Path
+    name: str, marker: str, scripted_model: Any, workspace: Path, process_gone: Any
 ) -> None:
     """Local cancel settles `aborted` with no diagnostic; dispose ends the child's command."""
     result = await _run(FAILURES[name], scripted_model, workspace)
@@ -92,7 +84,7 @@ async def test_cancel_reaches_the_childs_command(
     assert result.diagnostic is None
     assert job_outcome(result).status_line == "[status: killed]"
     pid = int((workspace / marker).read_text(encoding="utf-8"))
-    assert _gone(pid)
+    assert process_gone(pid)
 
 
 STRUCTURE = {scenario.name: scenario for scenario in keyed(real=False)}

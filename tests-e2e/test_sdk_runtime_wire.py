@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import psutil
 import pytest
 from subagent_core import ManagedProcess, ProcessOutcome, child_env, open_managed_process
 
@@ -264,7 +263,7 @@ async def test_in_process_children_are_announced(scripted_model: Any, workspace:
 
 @pytest.mark.parametrize("how", ["eof", "sigterm", "shutdown"])
 async def test_ending_the_runtime_mid_turn_stops_the_command(
-    how: str, scripted_model: Any, workspace: Path
+    how: str, scripted_model: Any, workspace: Path, wait_for_pid: Any, process_gone: Any
 ) -> None:
     rules = [
         {
@@ -282,7 +281,7 @@ async def test_ending_the_runtime_mid_turn_stops_the_command(
             ],
         }
     ]
-    marker = anyio.Path(workspace / "started")
+    marker = workspace / "started"
     with anyio.fail_after(60):
         async with (
             scripted_model(rules) as server,
@@ -293,9 +292,7 @@ async def test_ending_the_runtime_mid_turn_stops_the_command(
                 "session/prompt",
                 {"sessionId": "s1", "contentBlocks": [{"type": "text", "text": "long job"}]},
             )
-            while not await marker.exists() or not (await marker.read_text()).strip():  # noqa: ASYNC110
-                await anyio.sleep(0.02)
-            pid = int((await marker.read_text()).strip())
+            pid = await wait_for_pid(marker)
             if how == "eof":
                 await wire.process.close_stdin()
             elif how == "sigterm":
@@ -304,7 +301,4 @@ async def test_ending_the_runtime_mid_turn_stops_the_command(
                 await wire.send("shutdown", {})
             outcome = await _exit(wire)
     assert outcome == ProcessOutcome(0, None)
-    try:
-        assert psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        pass
+    assert process_gone(pid)

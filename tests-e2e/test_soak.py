@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import psutil
@@ -53,13 +53,13 @@ class Case:
     check: Callable[[SubagentResult], bool]
 
 
-def _acp(env: dict[str, str], permission: str = "reject") -> ACPProvider:
+def _acp(env: dict[str, str], permission: Literal["allow", "reject"] = "reject") -> ACPProvider:
     return ACPProvider(
         ACPConfig(
             command=sys.executable,
             args=["-m", "subagent_acp.testing"],
             env=env,
-            permission=permission,  # type: ignore[arg-type]
+            permission=permission,
             dispose_eof_grace_seconds=EOF_GRACE,
             dispose_grace_seconds=TERM_GRACE,
             dispose_kill_grace_seconds=KILL_GRACE,

@@ -6,13 +6,14 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from model_agent import Agent, AgentEvent, ChildEnded, ToolEnded
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_core import (
     CancelSignal,
+    StopReason,
     SubagentProvider,
     SubagentRegistry,
     SubagentRequest,
@@ -27,7 +28,7 @@ from ._endpoint import ResolvedEndpoint
 from ._providers import HARNESS_ARGV
 from ._scenarios import Expectation, Scenario, ScenarioContext
 
-_AGENT_STATUS = {
+_AGENT_STATUS: dict[str, StopReason] = {
     "completed": "completed",
     "max-tokens": "max-tokens",
     "refusal": "refusal",
@@ -48,7 +49,7 @@ def acp_agent_provider(
     context: ScenarioContext,
     *,
     name: str = "acp",
-    permission: str = "reject",
+    permission: Literal["allow", "reject"] = "reject",
     extra_args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
     base_url: str | None = None,
@@ -61,7 +62,7 @@ def acp_agent_provider(
             provider_name=name,
             command=command,
             args=[*prefix, "acp-agent", "--base-url", base_url or context.base_url, *extra_args],
-            permission=permission,  # type: ignore[arg-type]
+            permission=permission,
             env=env or {},
             dispose_eof_grace_seconds=eof,
             dispose_grace_seconds=term,
@@ -215,7 +216,7 @@ async def _agent_body(context: ScenarioContext) -> SubagentResult:
     stop = _AGENT_STATUS.get(str(result.status), "error")
     if stop == "completed" and not (ran and child):
         return SubagentResult(stop_reason="error", output=result.output)
-    return SubagentResult(stop_reason=stop, output=result.output)  # type: ignore[arg-type]
+    return SubagentResult(stop_reason=stop, output=result.output)
 
 
 # -- scenarios ----------------------------------------------------------------------------
