@@ -159,3 +159,22 @@ async def test_ctrl_c_cancels_the_running_command_and_exits_1(tmp_path: Path) ->
     text = err.decode()
     assert "cancelled by signal; every command and child was stopped" in text
     assert "Traceback" not in text
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+async def test_fake_model_prints_its_url_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    """`harness fake-model` is model_agent.testing's main: URL first, exit 0 on SIGINT."""
+    script = tmp_path / "script.json"
+    script.write_text('{"rules": [{"match": "x", "replies": [{"text": "y"}]}]}', encoding="utf-8")
+    with anyio.fail_after(60):
+        async with open_managed_process(
+            [*HARNESS, "fake-model", "--script", str(script)], env=child_env({}), stdin="devnull"
+        ) as process:
+            assert process.stdout is not None
+            first = b""
+            while not first.endswith(b"\n"):
+                first += await process.stdout.receive()
+            os.kill(process.pid, signal.SIGINT)
+            outcome = await process.wait()
+    assert first.decode().startswith("http://127.0.0.1:")
+    assert outcome.exit_code == 0
