@@ -32,13 +32,13 @@ from acp.schema import (
     TextContentBlock,
     ToolCallUpdate,
 )
-from pydantic import ValidationError
 
 _log = logging.getLogger("subagent_acp")
 
 _READ_CHUNK = 1 << 20
 
-ErrorKind = Literal["rpc-error", "connection-lost", "frame-too-long", "invalid", "other"]
+ErrorKind = Literal["rpc-error", "connection-lost", "frame-too-long", "other"]
+"""`other` covers schema-invalid answers (the SDK's validation errors) and anything else."""
 
 
 class ConnectionLostError(ConnectionError):
@@ -274,8 +274,6 @@ def classify_error(error: BaseException) -> ErrorKind:
         return "frame-too-long"
     if isinstance(error, ConnectionError | EOFError):
         return "connection-lost"
-    if isinstance(error, ValidationError):
-        return "invalid"
     return "other"
 
 
