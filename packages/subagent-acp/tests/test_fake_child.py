@@ -162,3 +162,15 @@ def test_runs_as_a_module() -> None:
         "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []},
     }
     assert sys.executable in fake_child_argv()
+
+
+def test_fake_child_imports_neither_acp_nor_the_provider() -> None:
+    code = (
+        "import sys, subagent_acp.testing\n"
+        "print(sorted(m for m in ('acp', 'pydantic', 'anyio', 'subagent_core', 'subagent_acp._run')"
+        " if m in sys.modules))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=60, check=True, text=True
+    )
+    assert completed.stdout.strip() == "[]"
