@@ -29,7 +29,7 @@ class Target:
 
     def __str__(self) -> str:
         unit = "×" if self.unit == "×" else f" {self.unit}"
-        return f"{_SHOWN[self.op]} {fmt(self.bound)}{unit}"
+        return f"{_SHOWN[self.op]} {self.bound:g}{unit}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,7 +94,11 @@ def sdk_provider(behaviour: Behaviour) -> Callable[[Path], SubagentProvider]:
     def build(marker: Path) -> SubagentProvider:
         stubborn = behaviour == STUBBORN
         script = FakeScript(
-            hang_at="prompt", ready_file=str(marker), trap_sigterm=stubborn, ignore_eof=stubborn
+            hang_at="prompt",
+            ready_file=str(marker),
+            trap_sigterm=stubborn,
+            ignore_eof=stubborn,
+            ignore_shutdown=stubborn,
         )
         return SDKProvider(
             SDKConfig(
@@ -158,8 +162,10 @@ async def cancel_to_gone(ctx: Context) -> list[Section]:
             f"{GRACES} (process_execute has no EOF step: its stdin is /dev/null).",
             "From `cancel()` to the end of `dispose()` (for process_execute: to the return of "
             "the cancelled call), then no descendant process may be left running.",
-            "cooperative: the child stops on cancel / stdin EOF / SIGTERM. ignores SIGTERM: the "
-            "child ignores the cancel request, stdin EOF and SIGTERM, so only SIGKILL ends it.",
+            "cooperative: the child stops on cancel / shutdown / stdin EOF / SIGTERM. ignores "
+            "SIGTERM: the child ignores the cancel request (ACP `session/cancel`, SDK "
+            "`shutdown`), stdin EOF and SIGTERM, so only SIGKILL ends it (expect about "
+            "EOF + TERM graces).",
         ],
     )
     subjects: dict[str, Subject] = {}

@@ -45,7 +45,16 @@ def _acp_stream(ctx: Context, raw: bool, huge: bool) -> Subject:
     return build(script, ctx.work, size)
 
 
+def _acp_run(ctx: Context, raw: bool) -> Subject:
+    text = "Hello from the fake ACP child."
+    script = ctx.write_json("hello.json", {"text": text})
+    build = case_acp.raw_whole if raw else case_acp.provider_whole
+    return build(script, ctx.work, text)
+
+
 SCENARIOS: dict[str, Callable[[Context], Subject]] = {
+    "acp-run": lambda ctx: _acp_run(ctx, raw=False),
+    "acp-run-raw": lambda ctx: _acp_run(ctx, raw=True),
     "acp-stream-small": lambda ctx: _acp_stream(ctx, raw=False, huge=False),
     "acp-stream-small-raw": lambda ctx: _acp_stream(ctx, raw=True, huge=False),
     "acp-stream-huge": lambda ctx: _acp_stream(ctx, raw=False, huge=True),
