@@ -539,3 +539,40 @@ async def test_gated_requests_are_refused_before_spawn(make_config) -> None:
         await registry.start("acp", SubagentRequest(prompt="go", max_depth=1))
     assert caught.value.code == "UNSUPPORTED_CAPABILITY"
     assert spawned == []
+
+
+async def test_the_client_wire_is_minimal(make_config, tmp_path: Path, wait_for_path) -> None:
+    """No client capabilities, the resolved cwd, no MCP servers, one text block, session/cancel."""
+    import json
+
+    record = tmp_path / "received.jsonl"
+    prompted = tmp_path / "prompted"
+    cancelled = tmp_path / "cancelled"
+    script = {
+        "record_file": str(record),
+        "hang_at": "prompt",
+        "markers": [
+            {"at": "prompt", "path": str(prompted)},
+            {"at": "cancel", "path": str(cancelled)},
+        ],
+        "session_id": "s-1",
+    }
+    registry = registry_with(make_config(script))
+    cancel = CancelSignal()
+    with anyio.fail_after(60):
+        run = await registry.start("acp", SubagentRequest(prompt="do the thing", cancel=cancel))
+        async with run:
+            await wait_for_path(prompted)
+            cancel.cancel()
+            assert (await run.result()).stop_reason == "aborted"
+            await wait_for_path(cancelled)
+    received = [json.loads(line) for line in record.read_text("utf-8").splitlines()]
+    assert [(m.get("method"), m.get("params")) for m in received] == [
+        ("initialize", {"protocolVersion": 1}),
+        ("session/new", {"cwd": str(tmp_path), "mcpServers": []}),
+        (
+            "session/prompt",
+            {"sessionId": "s-1", "prompt": [{"type": "text", "text": "do the thing"}]},
+        ),
+        ("session/cancel", {"sessionId": "s-1"}),
+    ]

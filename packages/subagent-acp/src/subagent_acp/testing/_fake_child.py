@@ -61,6 +61,7 @@ KNOBS = frozenset(
         "grandchild_setsid",
         "close_stdin_at",
         "gate_file",
+        "record_file",
     }
 )
 
@@ -466,6 +467,12 @@ class FakeChild:
             Path(str(eof_marker["path"])).write_text("flushed", "utf-8")
         return 0
 
+    def _record(self, line: bytes) -> None:
+        record = self._script.get("record_file")
+        if isinstance(record, str):
+            with Path(record).open("ab") as file:
+                file.write(line.rstrip(b"\n") + b"\n")
+
     def _dispatch(self, message: Message) -> None:
         method = message.get("method")
         request_id = message.get("id")
@@ -498,6 +505,7 @@ class FakeChild:
             except ValueError:
                 continue
             if isinstance(message, dict):
+                self._record(line)
                 self._dispatch(_dict(cast(object, message)))
             self._flush()
 
