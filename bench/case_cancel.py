@@ -159,7 +159,9 @@ async def cancel_to_gone(ctx: Context) -> list[Section]:
     section = Section(
         "Cancel -> process tree gone",
         notes=[
-            f"{GRACES} (process_execute has no EOF step: its stdin is /dev/null).",
+            f"{GRACES} (process_execute has no EOF step: its stdin is /dev/null). The SDK "
+            "provider first asks the runtime to `shutdown` and waits up to "
+            "`SDKConfig.shutdown_timeout_seconds` (default 1.0 s, kept) before the ladder.",
             "From `cancel()` to the end of `dispose()` (for process_execute: to the return of "
             "the cancelled call), then no descendant process may be left running.",
             "cooperative: the child stops on cancel / shutdown / stdin EOF / SIGTERM. ignores "
