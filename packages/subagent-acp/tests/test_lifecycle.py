@@ -152,7 +152,11 @@ async def test_bad_request_cwd_fails_before_spawn(make_config, tmp_path: Path, k
         "file": file,
     }[kind]
     registry = registry_with(make_config(cwd=None))
-    with track_spawns() as spawned, pytest.raises(SubagentStartError) as caught:
+    with (
+        anyio.fail_after(30),
+        track_spawns() as spawned,
+        pytest.raises(SubagentStartError) as caught,
+    ):
         await registry.start("acp", SubagentRequest(prompt="go", cwd=cwd))
     assert spawned == []
     assert caught.value.diagnostic == (
@@ -168,7 +172,7 @@ async def test_unenterable_request_cwd_fails_before_spawn(make_config, tmp_path:
     locked.mkdir(mode=0o600)
     try:
         registry = registry_with(make_config(cwd=None))
-        with track_spawns() as spawned, pytest.raises(SubagentStartError):
+        with anyio.fail_after(30), track_spawns() as spawned, pytest.raises(SubagentStartError):
             await registry.start("acp", SubagentRequest(prompt="go", cwd=locked))
         assert spawned == []
     finally:
@@ -258,7 +262,11 @@ async def test_pre_cancelled_spawns_nothing(make_config, tmp_path: Path) -> None
     cancel = CancelSignal()
     cancel.cancel()
     registry = registry_with(config)
-    with track_spawns() as spawned, pytest.raises(SubagentStartError) as caught:
+    with (
+        anyio.fail_after(30),
+        track_spawns() as spawned,
+        pytest.raises(SubagentStartError) as caught,
+    ):
         await registry.start("acp", SubagentRequest(prompt="go", cancel=cancel))
     assert (str(caught.value), caught.value.diagnostic) == (ABORTED_TEXT, None)
     assert spawned == []
@@ -483,7 +491,7 @@ async def test_broken_pipe_to_a_live_child_is_prompt_transport(make_config, run_
 
 async def test_missing_command_is_process_start(make_config) -> None:
     registry = registry_with(make_config(command="/nonexistent/acp-agent", args=[]))
-    with pytest.raises(SubagentStartError) as caught:
+    with anyio.fail_after(30), pytest.raises(SubagentStartError) as caught:
         await registry.start("acp", SubagentRequest(prompt="go"))
     assert caught.value.diagnostic == (
         "Subagent failure (provider: acp; stage: process; category: process-start)"
@@ -535,7 +543,7 @@ async def test_gated_requests_are_refused_before_spawn(make_config) -> None:
     from subagent_core import SubagentError
 
     registry = registry_with(make_config())
-    with track_spawns() as spawned, pytest.raises(SubagentError) as caught:
+    with anyio.fail_after(30), track_spawns() as spawned, pytest.raises(SubagentError) as caught:
         await registry.start("acp", SubagentRequest(prompt="go", max_depth=1))
     assert caught.value.code == "UNSUPPORTED_CAPABILITY"
     assert spawned == []
