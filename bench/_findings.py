@@ -84,14 +84,13 @@ FINDINGS: dict[str, str] = {
         "repeats every second while the command runs."
     ),
     "process_execute / subprocess.run": (
-        "Profile `bench/profiles/process-true.txt` (20 calls of `true`, cProfile): "
-        "`ManagedProcess._ladder` takes ~110 ms per call (2.19 s / 20) although `true` has "
-        "already exited: `ProcessTree.snapshot` at the top of the ladder and `alive()` in "
-        "`_wait_gone` each scan `/proc` (`_linux_group_members`: 44 scans, 2.30 s, ~130 "
-        "`/proc/<pid>/stat` reads per scan), against ~30 ms per call for the fork/exec itself "
-        "(`fork_exec` 0.60 s / 20). `subprocess.run` only forks, execs and waits. Cause: "
-        "subagent-core's /proc-walking tree bookkeeping, run even when the leader and its "
-        "group are already gone."
+        "Profile `bench/profiles/process-true.txt` (20 calls of `true`, cProfile): of the "
+        "3.64 s spent in `ProcessExecuteTool._run`, 2.19 s (60%) is `ManagedProcess._ladder`, "
+        "run although `true` has already exited: `ProcessTree.snapshot` at the top of the "
+        "ladder and `alive()` in `_wait_gone` each scan `/proc` (`_linux_group_members`: 44 "
+        "scans, 2.30 s in all, ~130 `/proc/<pid>/stat` reads per scan). The fork/exec itself "
+        "is 0.60 s (16%). `subprocess.run` only forks, execs and waits. Cause: subagent-core's "
+        "/proc-walking tree bookkeeping, run even when the leader and its group are gone."
     ),
     "30 parents / (10 × one child)": (
         "Profile `bench/profiles/delegation.txt` (one round of 30 parents, cProfile): 7.48 s "

@@ -114,6 +114,14 @@ def _markdown(
             missed.append(row.label)
     failed = [s.title for s in sections if s.error is not None]
     lines += ["", "## Missed targets and their profiled causes", ""]
+    if missed:
+        lines += [
+            "Profiles are cProfile runs of the same subjects on this machine "
+            "(`python bench/profile_case.py SCENARIO`, output in `bench/profiles/`). cProfile "
+            "inflates call-heavy code, so read their shares rather than their absolute "
+            "milliseconds.",
+            "",
+        ]
     if not missed and not failed:
         lines.append("Every target was met in this run.")
     for label in missed:
