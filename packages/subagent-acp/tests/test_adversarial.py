@@ -3,6 +3,9 @@ never crashes, and no child text reaches a result or an exception."""
 
 from __future__ import annotations
 
+import json
+import logging
+
 import anyio
 import pytest
 from subagent_acp import ACPProvider
@@ -187,3 +190,31 @@ async def test_grandchild_crash_combo_never_hangs(make_config, run_once, in_gram
         "Subagent failure (provider: acp; stage: process; category: process-exit; signal: SIGSEGV)"
     )
     assert disposed is None
+
+
+async def test_invalid_notifications_stay_out_of_other_loggers(
+    make_config, run_once, caplog
+) -> None:
+    bad_update = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": "x", "update": {"sessionUpdate": SECRET, "content": SECRET}},
+    }
+    weird = {"jsonrpc": "2.0", "method": f"session/{SECRET}", "params": {"k": SECRET}}
+    script = {
+        "inject": [
+            {"at": "prompt", "kind": "raw", "line": json.dumps(bad_update)},
+            {"at": "prompt", "kind": "raw", "line": json.dumps(weird)},
+        ],
+        "text": "ok",
+    }
+    with caplog.at_level(logging.DEBUG):
+        result, _ = await run_once(make_config(script))
+    assert result == SubagentResult(stop_reason="completed", output="ok")
+    leaked = [
+        record.name
+        for record in caplog.records
+        if not record.name.startswith("subagent_acp")
+        and (SECRET in record.getMessage() or SECRET in str(record.exc_info))
+    ]
+    assert leaked == []

@@ -241,6 +241,7 @@ class Session:
     def __init__(self, sink: ClientSink, transport: FramedTransport) -> None:
         self.transport = transport
         self._conn = ClientSideConnection(cast("Client", _Client(sink)), transport)
+        _quiet_notifications(self._conn)
 
     async def initialize(self) -> None:
         await self._conn.initialize(
@@ -264,6 +265,31 @@ class Session:
 
     async def close(self) -> None:
         await self._conn.close()
+
+
+def _quiet_notifications(conn: ClientSideConnection) -> None:
+    """Keeps failed notifications (e.g. a schema-invalid `session/update`) in our logger.
+
+    The SDK logs them with `logging.exception` on the root logger, which would copy child text
+    (the method name, the invalid payload) into the host's general log. If the SDK's internals
+    ever change shape this is skipped and the SDK's own behaviour stays.
+    """
+    inner: object = getattr(conn, "_conn", None)
+    handler: object = getattr(inner, "_handler", None)
+    if inner is None or not callable(handler):
+        return
+    route = cast("Callable[[str, Any, bool], Awaitable[Any]]", handler)
+
+    async def quiet(method: str, params: Any, is_notification: bool) -> Any:
+        if not is_notification:
+            return await route(method, params, is_notification)
+        try:
+            return await route(method, params, is_notification)
+        except Exception as error:
+            _log.debug("dropped a notification from the ACP child", exc_info=error)
+            return None
+
+    setattr(inner, "_handler", quiet)  # noqa: B010
 
 
 def classify_error(error: BaseException) -> ErrorKind:
