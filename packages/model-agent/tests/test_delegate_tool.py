@@ -367,6 +367,20 @@ async def test_child_token_limit_is_failed_with_partial_output(workspace: Path) 
     }
 
 
+async def test_a_child_that_declines_is_failed(workspace: Path) -> None:
+    rules = [
+        {"match": "[parent]", "replies": [delegate("[child] no"), answer("ok")]},
+        {"match": "[child]", "replies": [{"text": "", "finish_reason": "content_filter"}]},
+    ]
+    async with open_scripted_model_server({"rules": rules}) as server:
+        with anyio.fail_after(30):
+            result = await Agent(config(server, workspace)).run("[parent] go")
+    (call,) = tool_entries(result)
+    body = json.loads(call.text or "")
+    body.pop("modelUsage", None)
+    assert body == {"status": "failed", "output": "", "error": "subagent declined the task"}
+
+
 async def test_a_child_over_its_timeout_is_cancelled(workspace: Path) -> None:
     rules = [
         {"match": "[parent]", "replies": [delegate("[child] hang"), answer("ok")]},

@@ -83,6 +83,7 @@ def test_status_mapping_is_total() -> None:
     assert stop_reason_of("step-limit") == "error"
     assert stop_reason_of("failed") == "error"
     assert stop_reason_of("cancelled") == "aborted"
+    assert stop_reason_of("refusal") == "refusal"
     assert stop_reason_of("something-new") == "error"
 
 

@@ -12,8 +12,8 @@ provider. Unlike out-of-process providers it can enforce two gated request field
 see the parent's conversation (`inherits_parent_context` is False).
 
 The child runs in the task that awaits `result()` (one owner, no background task). Status
-mapping: completed → `completed`, max-tokens → `max-tokens`, step-limit and failed → `error`,
-cancelled → `aborted`. The diagnostic is always `None`: model and HTTP error text is not safe.
+mapping: completed → `completed`, max-tokens → `max-tokens`, refusal → `refusal`, step-limit
+and failed → `error`, cancelled → `aborted`. The diagnostic is always `None`: model and HTTP error text is not safe.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ _STOP_REASONS: dict[str, StopReason] = {
     "step-limit": "error",
     "failed": "error",
     "cancelled": "aborted",
+    "refusal": "refusal",
 }
 
 
