@@ -86,8 +86,10 @@ async def test_diagnostic_is_always_in_the_grammar(
 ) -> None:
     # JSON cannot carry lone surrogates; the child would reject such a script.
     behaviour = json.loads(json.dumps(behaviour))
+    behaviour["echo_env"] = ["CHILD_SECRET_TOKEN"]  # a secret from its env, echoed as output
+    env = {"CHILD_SECRET_TOKEN": f"{MARK}-env-secret"}
     registry = SubagentRegistry()
-    registry.register(ACPProvider(make_config(behaviour, permission=policy)))
+    registry.register(ACPProvider(make_config(behaviour, permission=policy, env=env)))
     with anyio.fail_after(60):
         try:
             run = await registry.start("acp", SubagentRequest(prompt="go"))
