@@ -108,8 +108,10 @@ async def test_keyed_scenario(name: str, scripted_model: Any, workspace: Path) -
     assert result.stop_reason == "completed"
 
 
-def test_the_soak_and_scenario_graces_are_short() -> None:
+def test_the_scenario_graces_are_short(capsys: pytest.CaptureFixture[str]) -> None:
     from harness._scenarios import SHORT_GRACES
 
     assert SHORT_GRACES == (0.5, 0.5, 1.0)
-    print(f"graces: EOF {SHORT_GRACES[0]} s, TERM {SHORT_GRACES[1]} s, KILL {SHORT_GRACES[2]} s")
+    with capsys.disabled():
+        eof, term, kill = SHORT_GRACES
+        print(f"\nscenario graces: EOF {eof} s, TERM {term} s, KILL {kill} s")

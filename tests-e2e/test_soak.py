@@ -190,7 +190,9 @@ def _alive_and_zombies() -> tuple[int, int]:
     return alive, zombies
 
 
-async def test_soak_200_mixed_runs(scripted_model: Any, workspace: Path) -> None:
+async def test_soak_200_mixed_runs(
+    scripted_model: Any, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rules = [{"match": "SOAK", "replies": [{"text": "soak reply"}]}]
     failures: list[str] = []
     kinds: Counter[str] = Counter()
@@ -222,13 +224,18 @@ async def test_soak_200_mixed_runs(scripted_model: Any, workspace: Path) -> None
                     tg.start_soon(run, index, case)
             fds_after = _fd_count()
     alive, zombies = _alive_and_zombies()
-    print(
-        f"\nsoak: {RUNS} runs ({dict(kinds)}), at most {AT_ONCE} at once, graces EOF "
-        f"{EOF_GRACE} s / TERM {TERM_GRACE} s / KILL {KILL_GRACE} s"
-    )
-    print(f"soak: processes alive {alive}, zombies {zombies}, fds {fds_before} -> {fds_after}")
+    with capsys.disabled():
+        _report(kinds, alive, zombies, fds_before, fds_after)
     assert failures == []
     assert sum(kinds.values()) == RUNS
     assert alive == 0
     assert zombies == 0
     assert fds_after == fds_before
+
+
+def _report(kinds: Counter[str], alive: int, zombies: int, fds_before: int, fds_after: int) -> None:
+    print(
+        f"\nsoak: {RUNS} runs ({dict(kinds)}), at most {AT_ONCE} at once, graces EOF "
+        f"{EOF_GRACE} s / TERM {TERM_GRACE} s / KILL {KILL_GRACE} s"
+    )
+    print(f"soak: processes alive {alive}, zombies {zombies}, fds {fds_before} -> {fds_after}")
