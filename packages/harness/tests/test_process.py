@@ -6,8 +6,10 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
+import psutil
 import pytest
 from model_agent.testing import open_scripted_model_server
 from subagent_core import child_env, open_managed_process
@@ -100,7 +102,9 @@ async def test_run_with_a_failing_model_exits_1(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-async def test_ctrl_c_cancels_the_running_command_and_exits_1(tmp_path: Path) -> None:
+async def test_ctrl_c_cancels_the_running_command_and_exits_1(
+    tmp_path: Path, wait_for_pid: Any
+) -> None:
     """SIGINT reaches the agent's running command; the summary is printed; nothing is left."""
     rules = {
         "rules": [
@@ -111,7 +115,7 @@ async def test_ctrl_c_cancels_the_running_command_and_exits_1(tmp_path: Path) ->
                         "tool_calls": [
                             {
                                 "name": "process_execute",
-                                "arguments": {"command": "echo go > started; sleep 60"},
+                                "arguments": {"command": "echo $$ > started; exec sleep 60"},
                             }
                         ]
                     },
@@ -120,7 +124,6 @@ async def test_ctrl_c_cancels_the_running_command_and_exits_1(tmp_path: Path) ->
             }
         ]
     }
-    marker = anyio.Path(tmp_path / "started")
     with anyio.fail_after(60):
         async with open_scripted_model_server(rules) as server:
             argv = [
@@ -148,9 +151,7 @@ async def test_ctrl_c_cancels_the_running_command_and_exits_1(tmp_path: Path) ->
 
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(drain_err)
-                    # The command writes the marker: only then is there something to cancel.
-                    while not await marker.exists():  # noqa: ASYNC110
-                        await anyio.sleep(0.02)
+                    pid = await wait_for_pid(tmp_path / "started")
                     os.kill(process.pid, signal.SIGINT)
                     async for _ in process.stdout:
                         pass
@@ -159,6 +160,7 @@ async def test_ctrl_c_cancels_the_running_command_and_exits_1(tmp_path: Path) ->
     text = err.decode()
     assert "cancelled by signal; every command and child was stopped" in text
     assert "Traceback" not in text
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -178,3 +180,70 @@ async def test_fake_model_prints_its_url_and_stops_on_ctrl_c(tmp_path: Path) -> 
             outcome = await process.wait()
     assert first.decode().startswith("http://127.0.0.1:")
     assert outcome.exit_code == 0
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+async def test_ctrl_c_reaches_an_in_process_childs_command(
+    tmp_path: Path, wait_for_pid: Any
+) -> None:
+    """The parent delegated; the child runs a command; SIGINT stops both, nothing is left."""
+    rules = {
+        "rules": [
+            {
+                "match": "CHILD-SLEEP",
+                "replies": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "process_execute",
+                                "arguments": {"command": "echo $$ > started; exec sleep 60"},
+                            }
+                        ]
+                    },
+                    {"text": "never"},
+                ],
+            },
+            {
+                "match": "delegate the wait",
+                "replies": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "subagent_delegate",
+                                "arguments": {"task": "CHILD-SLEEP: wait", "description": "wait"},
+                            }
+                        ]
+                    },
+                    {"text": "never"},
+                ],
+            },
+        ]
+    }
+    with anyio.fail_after(60):
+        async with open_scripted_model_server(rules) as server:
+            argv = [*HARNESS, "run", "--mode", "execute", "--workspace", str(tmp_path)]
+            argv += ["--base-url", server.base_url, "delegate the wait"]
+            async with open_managed_process(
+                argv, env=child_env({}), stdin="devnull", stderr="pipe"
+            ) as process:
+                err = bytearray()
+
+                async def drain_err() -> None:
+                    assert process.stderr is not None
+                    async for chunk in process.stderr:
+                        err.extend(chunk)
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(drain_err)
+                    pid = await wait_for_pid(tmp_path / "started")
+                    os.kill(process.pid, signal.SIGINT)
+                    assert process.stdout is not None
+                    async for _ in process.stdout:
+                        pass
+                outcome = await process.wait()
+    assert outcome.exit_code == 1
+    text = err.decode()
+    assert "child" in text
+    assert "cancelled by signal; every command and child was stopped" in text
+    assert "Traceback" not in text
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

@@ -124,7 +124,12 @@ def run_scenarios_cli(scenarios: Sequence[Scenario], *, title: str, live: bool) 
 
             return await run_scenarios(scenarios, on_update=update)
 
-    outcomes = anyio.run(main, backend="asyncio")
+    try:
+        outcomes = anyio.run(main, backend="asyncio")
+    except KeyboardInterrupt:
+        # The runs were cancelled and every child disposed before this point.
+        console.print("[yellow]interrupted: every scenario's child was stopped[/]")
+        return EXIT_INCOMPLETE
     console.print(result_table(title, outcomes))
     matched = sum(outcome.matched for outcome in outcomes)
     console.print(f"{matched}/{len(outcomes)} scenarios matched")
