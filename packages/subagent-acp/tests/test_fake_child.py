@@ -171,6 +171,6 @@ def test_fake_child_imports_neither_acp_nor_the_provider() -> None:
         " if m in sys.modules))"
     )
     completed = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, timeout=60, check=True, text=True
+        [sys.executable, "-c", code], capture_output=True, timeout=60, check=True, encoding="utf-8"
     )
     assert completed.stdout.strip() == "[]"
