@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,23 +30,11 @@ class ProcessTree:
 
     def snapshot(self) -> None:
         """Adds every current member: the group (POSIX) and descendants of known members."""
-        roots = [self.leader, *self.members]
-        for pid in roots:
-            try:
-                proc = psutil.Process(pid)
-                if pid in self.members and proc.create_time() != self.members[pid]:
-                    continue
-                self._add(proc)
-                for child in proc.children(recursive=True):
-                    self._add(child)
-            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-                continue
-        if self.pgid is not None:
-            for pid in _group_members(self.pgid):
-                try:
-                    self._add(psutil.Process(pid))
-                except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-                    continue
+        roots = [self.leader]
+        roots.extend(pid for pid, created in self.members.items() if _same_process(pid, created))
+        for pid in _descendants(roots):
+            self._add_pid(pid)
+        self.snapshot_group_only()
 
     def alive(self) -> list[int]:
         """Members that still exist and are not zombies; a zombie counts as gone."""
@@ -64,21 +52,75 @@ class ProcessTree:
             return
         for pid in _group_members(self.pgid):
             if pid not in self.members:
-                try:
-                    self._add(psutil.Process(pid))
-                except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-                    continue
+                self._add_pid(pid)
 
     def signal(self, step: Step) -> None:
         """Sends SIGTERM or SIGKILL (POSIX) or terminates (Windows) every live member."""
         self.snapshot()
         _signal_members(self, step)
 
-    def _add(self, proc: psutil.Process) -> None:
-        try:
-            self.members.setdefault(proc.pid, proc.create_time())
-        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+    def _add_pid(self, pid: int) -> None:
+        if pid in self.members:
             return
+        try:
+            self.members[pid] = psutil.Process(pid).create_time()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return
+
+
+def _same_process(pid: int, created: float) -> bool:
+    try:
+        return psutil.Process(pid).create_time() == created
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+
+
+def _descendants(roots: Iterable[int]) -> set[int]:
+    """The roots that exist plus everything below them, through parent links."""
+    children = _children_reader()
+    found: set[int] = set()
+    stack = list(roots)
+    while stack:
+        pid = stack.pop()
+        if pid in found:
+            continue
+        kids = children(pid)
+        if kids is None:
+            continue
+        found.add(pid)
+        stack.extend(kids)
+    return found
+
+
+def _children_reader() -> Callable[[int], list[int] | None]:
+    """Linux: `/proc/<pid>/task/<tid>/children` per process (no full scan); else one ppid map."""
+    if _PROC_CHILDREN:
+        return _proc_children
+    parents: dict[int, list[int]] = {}
+    for proc in psutil.process_iter(["ppid"]):
+        ppid = proc.info.get("ppid")
+        if isinstance(ppid, int):
+            parents.setdefault(ppid, []).append(proc.pid)
+    existing = set(psutil.pids())
+    return lambda pid: parents.get(pid, []) if pid in existing else None
+
+
+def _proc_children(pid: int) -> list[int] | None:
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    kids: list[int] = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as file:
+                kids.extend(int(part) for part in file.read().split())
+        except OSError:
+            continue
+    return kids
+
+
+_PROC_CHILDREN = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 
 def _is_alive(pid: int, created: float) -> bool:
@@ -146,6 +188,13 @@ else:
         return members
 
     def _linux_group_members(pgid: int) -> list[int]:
+        # An empty group (not even a zombie) answers ESRCH: no scan needed.
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            pass
         # One read of /proc/<pid>/stat per process: field 5 is the process group.
         members: list[int] = []
         for name in os.listdir("/proc"):
