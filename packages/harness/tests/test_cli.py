@@ -109,3 +109,29 @@ def test_providers_without_check_lists_the_builtins(tmp_path: Path) -> None:
     for name in ("acp", "dsh-sdk", "model"):
         assert name in result.stdout
     assert "built-in defaults" in result.stdout
+
+
+def test_e2e_keyed_without_a_key_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    result = runner.invoke(app, ["e2e", "--keyed", "--no-live"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("harness: DEEPSEEK_API_KEY is not set.")
+
+
+def test_acp_agent_without_a_key_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    monkeypatch.delenv("DEEPSEEK_BASE_URL", raising=False)
+    for command in ("acp-agent", "sdk-runtime"):
+        result = runner.invoke(app, [command])
+        assert result.exit_code == 2
+        assert result.stderr.startswith("harness: DEEPSEEK_API_KEY is not set.")
+
+
+def test_builtin_providers_without_a_key_say_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    monkeypatch.delenv("DEEPSEEK_BASE_URL", raising=False)
+    result = runner.invoke(app, ["providers", "--workspace", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 1
+    assert result.stdout.count("needs DEEPSEEK_API_KEY") == 3

@@ -26,11 +26,13 @@ def show_providers(config: HarnessConfig, *, workspace: Path, check: bool) -> in
     except MissingKeyError:
         endpoint = None
     settings = provider_settings(config, endpoint)
-    statuses = (
-        anyio.run(_check_all, settings, endpoint, workspace, backend="asyncio")
-        if check
-        else ["not checked"] * len(settings)
-    )
+    if not check:
+        statuses = ["not checked"] * len(settings)
+    elif endpoint is None and not config.providers:
+        # The built-ins are this harness on the model endpoint: without a key they cannot work.
+        statuses = ["needs DEEPSEEK_API_KEY"] * len(settings)
+    else:
+        statuses = anyio.run(_check_all, settings, endpoint, workspace, backend="asyncio")
     source = str(config.path) if config.path is not None else "built-in defaults (no harness.toml)"
     table = Table(title=f"providers ({source})", show_lines=True)
     for column in ("name", "kind", "command", "permission", "check"):
