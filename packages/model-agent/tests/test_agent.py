@@ -358,6 +358,33 @@ async def test_approval_is_asked_before_execute_actions_and_a_refusal_is_a_tool_
     assert not (workspace / "x.txt").exists()
 
 
+async def test_an_execute_delegation_is_approved_as_one_action_and_a_refusal_starts_nothing(
+    workspace: Path,
+) -> None:
+    """An Execute child asks nothing itself, so the host approves the delegate call for it."""
+    asked: list[str] = []
+
+    async def refuse(name: str, arguments: Mapping[str, Any]) -> bool:
+        asked.append(name)
+        return False
+
+    script = rules(
+        "delegate please",
+        {"tool_calls": [call("subagent_delegate", {"task": "t", "description": "d"})]},
+        {"text": "ok"},
+    )
+    with anyio.fail_after(30):
+        async with open_scripted_model_server(script) as server:
+            agent = Agent(config(server.base_url, workspace, mode="execute", approve=refuse))
+            result = await agent.run("delegate please")
+            tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+            requests = server.request_count
+    assert result.status == "completed"
+    assert asked == ["subagent_delegate"]
+    assert tool_messages[0]["content"] == "the user declined this action"
+    assert requests == 2  # no child model request was ever made
+
+
 async def test_invalid_tool_arguments_are_a_tool_error(workspace: Path) -> None:
     script = rules("bad args", {"tool_calls": [call("read_file", "{not json")]}, {"text": "ok"})
     with anyio.fail_after(30):

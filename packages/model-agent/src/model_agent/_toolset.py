@@ -90,7 +90,12 @@ class Toolset:
         if arguments is None:
             return ToolOutcome("invalid arguments: expected a JSON object", is_error=True)
         approve = self._config.approve
-        if approve is not None and call.name in EXECUTE_ACTIONS:
+        # An Execute child never asks for approval itself, so the delegate call is the action
+        # the host approves for it: one approval covers everything that child does.
+        acts = call.name in EXECUTE_ACTIONS or (
+            call.name == SUBAGENT_DELEGATE and context.mode == "execute"
+        )
+        if approve is not None and acts:
             if not await approve(call.name, arguments):
                 return ToolOutcome(DECLINED_TEXT, is_error=True)
             rejection = call_rejection(call.name, context)
