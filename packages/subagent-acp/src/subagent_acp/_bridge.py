@@ -122,14 +122,14 @@ class FramedTransport:
             ):
                 return
 
-    async def _read_line(self) -> bytes | None:
+    async def _read_line(self) -> bytearray | None:
         buffer = self._buffer
         while True:
             index = buffer.find(b"\n", self._scanned)
             if index >= 0:
                 if index > self._max:
                     self._overflow()
-                line = bytes(buffer[:index])
+                line = buffer[:index]
                 del buffer[: index + 1]
                 self._scanned = 0
                 return line
@@ -139,7 +139,7 @@ class FramedTransport:
             if self._eof:
                 if not buffer:
                     return None
-                line = bytes(buffer)
+                line = buffer[:]
                 buffer.clear()
                 self._scanned = 0
                 return line
@@ -157,8 +157,8 @@ class FramedTransport:
         raise FrameTooLongError("line longer than max_frame_bytes")
 
 
-def _parse(line: bytes) -> dict[str, Any] | None:
-    if not line.strip():
+def _parse(line: bytearray) -> dict[str, Any] | None:
+    if not line or line.isspace():
         return None
     try:
         value: object = json.loads(line.decode("utf-8"))
