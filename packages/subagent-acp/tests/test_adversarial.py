@@ -22,8 +22,13 @@ def assert_clean(result: SubagentResult, in_grammar) -> None:
 
 
 async def test_malformed_line_then_normal_behaviour(make_config, run_once, in_grammar) -> None:
+    deep = "[" * 20_000 + "]" * 20_000  # valid JSON nested past the recursion limit
     script = {
-        "inject": [{"at": "prompt", "kind": "malformed"}, {"at": "initialize", "kind": "garbage"}],
+        "inject": [
+            {"at": "prompt", "kind": "malformed"},
+            {"at": "initialize", "kind": "garbage"},
+            {"at": "prompt", "kind": "raw", "line": deep},
+        ],
         "text": "fine",
     }
     result, _ = await run_once(make_config(script))

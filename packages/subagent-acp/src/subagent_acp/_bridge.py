@@ -162,7 +162,7 @@ def _parse(line: bytearray) -> dict[str, Any] | None:
         return None
     try:
         value: object = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         _log.debug("skipped a malformed frame from the ACP child (%d bytes)", len(line))
         return None
     if not isinstance(value, dict):
@@ -175,9 +175,6 @@ def _parse(line: bytearray) -> dict[str, Any] | None:
         _log.debug("skipped a frame with an unusable id or method")
         return None
     return message
-
-
-_ALLOW_KINDS = ("allow_once", "allow_always")
 
 
 class _Client:
@@ -225,14 +222,6 @@ class _Client:
 
     async def kill_terminal(self, **kwargs: Any) -> None:
         raise RequestError.method_not_found("terminal/kill")
-
-
-def first_allow_option(options: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
-    """The first option whose kind is `allow_once` or `allow_always`."""
-    for option_id, kind in options:
-        if kind in _ALLOW_KINDS:
-            return option_id, kind
-    return None
 
 
 class Session:

@@ -26,8 +26,6 @@ SCRIPT_FILE_ENV = "ACP_FAKE_SCRIPT_FILE"
 KNOB_ENV_PREFIX = "ACP_FAKE_"
 """`ACP_FAKE_<KNOB>` sets one knob (value parsed as JSON, else taken as a string)."""
 
-STAGES = ("initialize", "new_session", "prompt", "cancel")
-MARKER_POINTS = ("start", "initialize", "new_session", "prompt", "prompt_output", "cancel", "eof")
 
 KNOBS = frozenset(
     {
