@@ -11,12 +11,15 @@ from typing import Any
 
 import anyio
 import pytest
+from model_agent._agent import AgentResult
 from model_agent._config import AgentConfig, ModelEndpoint
-from model_agent._events import AgentEvent, TextDelta
+from model_agent._events import AgentEvent, TextDelta, ToolStarted
 from model_agent._model_provider import (
     ABORTED_BEFORE_START_TEXT,
     MODEL_CAPABILITIES,
     ModelProvider,
+    ModelRun,
+    ShownText,
     stop_reason_of,
 )
 from model_agent.testing import ScriptedModelServer, open_scripted_model_server
@@ -261,3 +264,98 @@ async def test_dispose_stops_a_running_child_and_its_processes(
     assert results[0].stop_reason == "aborted"
     assert results[0].diagnostic is None
     assert len(process_leak_guard) == 1
+
+
+class SlowToStopChild:
+    """A child that shows text, then winds down only when the test releases it."""
+
+    def __init__(self, shown: ShownText, order: list[str]) -> None:
+        self.shown = shown
+        self.order = order
+        self.streaming = anyio.Event()
+        self.release = anyio.Event()
+
+    async def run(self, prompt: str, cancel: CancelSignal) -> AgentResult:
+        self.shown(ToolStarted("c1", "list_directory", "{}"))
+        self.shown(TextDelta("part"))
+        self.shown(TextDelta("ial"))
+        self.streaming.set()
+        await cancel.wait()
+        await self.release.wait()
+        self.order.append("child-ended")
+        return AgentResult(status="cancelled", output="ignored: already settled")
+
+
+async def test_result_settles_on_local_cancel_without_waiting_for_the_child() -> None:
+    order: list[str] = []
+    shown = ShownText()
+    child = SlowToStopChild(shown, order)
+    cancel = CancelSignal()
+    run = ModelRun(child, "x", cancel, shown=shown)
+    results: list[SubagentResult] = []
+    disposed: list[str | None] = []
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+
+            async def drive() -> None:
+                results.append(await run.result())
+                order.append("result")
+
+            async def dispose() -> None:
+                disposed.append(await run.dispose())
+                order.append("disposed")
+
+            tg.start_soon(drive)
+            await child.streaming.wait()
+            cancel.cancel()
+            await anyio.wait_all_tasks_blocked()
+            # result() settled while the child is still winding down.
+            assert order == ["result"]
+            tg.start_soon(dispose)
+            await anyio.wait_all_tasks_blocked()
+            # dispose() waits for the child's end.
+            assert order == ["result"]
+            child.release.set()
+    assert order == ["result", "child-ended", "disposed"]
+    assert results == [SubagentResult(stop_reason="aborted", output="partial", diagnostic=None)]
+    assert disposed == [None]
+    assert await run.result() is results[0]
+    assert await run.dispose() is None
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell command")
+async def test_a_cancelled_child_command_is_torn_down_by_dispose(
+    workspace: Path, process_leak_guard: list[int]
+) -> None:
+    command = {"command": "trap '' TERM; echo $$ > pid; touch ready; sleep 1000"}
+    run_it = {"tool_calls": [{"name": "process_execute", "arguments": command}]}
+    rules = [{"match": "[child]", "replies": [run_it, {"text": "never"}]}]
+    cancel = CancelSignal()
+    async with open_scripted_model_server({"rules": rules}) as server:
+        registry = registry_with(ModelProvider(config(server, workspace)))
+        with anyio.fail_after(30):
+            run = await registry.start("model", SubagentRequest(prompt="[child] x", cancel=cancel))
+            async with anyio.create_task_group() as tg:
+
+                async def cancel_when_ready() -> None:
+                    await poll_until(lambda: os.path.exists(workspace / "ready"))
+                    cancel.cancel()
+
+                tg.start_soon(cancel_when_ready)
+                result = await run.result()
+            disposed = await run.dispose()
+        assert server.request_count == 1
+    assert result == SubagentResult(stop_reason="aborted", output="", diagnostic=None)
+    assert disposed is None
+    pid = int((workspace / "pid").read_text())
+    assert not _alive(pid)
+    assert len(process_leak_guard) == 1
+
+
+def _alive(pid: int) -> bool:
+    """True while `pid` is a live process (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

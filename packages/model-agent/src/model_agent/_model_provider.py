@@ -11,14 +11,16 @@ provider. Unlike out-of-process providers it can enforce two gated request field
 `output_schema` and `persona` are not honoured (the registry refuses them). The child does not
 see the parent's conversation (`inherits_parent_context` is False).
 
-The child runs in the task that awaits `result()` (one owner, no background task). Status
-mapping: completed → `completed`, max-tokens → `max-tokens`, refusal → `refusal`, step-limit
+The child runs in an owner task the run holds (`_owner_task`): `result()` settles `aborted` at
+once on a local cancel, and `dispose()` awaits the child's wind-down, bounded. Status mapping: completed → `completed`, max-tokens → `max-tokens`, refusal → `refusal`, step-limit
 and failed → `error`, cancelled → `aborted`. The diagnostic is always `None`: model and HTTP error text is not safe.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import logging
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -35,10 +37,13 @@ from subagent_core import (
 )
 
 from ._config import AgentConfig
-from ._events import AgentObserver
+from ._events import AgentEvent, AgentObserver, TextDelta, ToolStarted
+from ._owner_task import spawn_owner
 
 if TYPE_CHECKING:
     from ._agent import AgentResult
+
+_log = logging.getLogger("model_agent")
 
 MODEL_PROVIDER = "model"
 
@@ -104,8 +109,9 @@ class ModelProvider:
             raise SubagentStartError(ABORTED_BEFORE_START_TEXT)
         from ._agent import Agent
 
-        agent = Agent(child_config(self._config, request), observer=self._observer)
-        return ModelRun(agent, request.prompt, request.cancel)
+        shown = ShownText(self._observer)
+        agent = Agent(child_config(self._config, request), observer=shown)
+        return ModelRun(agent, request.prompt, request.cancel, shown=shown)
 
 
 class ChildAgent(Protocol):
@@ -114,78 +120,149 @@ class ChildAgent(Protocol):
     async def run(self, prompt: str, cancel: CancelSignal) -> AgentResult: ...
 
 
-class ModelRun(SubagentRun):
-    """One in-process child: the caller of `result()` drives it; `dispose()` stops it."""
+class ShownText:
+    """The answer text shown in the child's current round: the partial output of a cancel.
 
-    def __init__(self, agent: ChildAgent, prompt: str, cancel: CancelSignal) -> None:
+    An observer of the child's events; a tool call starting means the round before it ended
+    with tool calls, so the text shown so far no longer counts as an answer (as `Agent.run`
+    reports a cancel during tools with empty output).
+    """
+
+    def __init__(self, forward: AgentObserver | None = None) -> None:
+        self._forward = forward
+        self._parts: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+    def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, TextDelta):
+            self._parts.append(event.text)
+        elif isinstance(event, ToolStarted):
+            self._parts.clear()
+        if self._forward is not None:
+            self._forward(event)
+
+
+class ModelRun(SubagentRun):
+    """One in-process child, run by an owner task the run holds (see `_owner_task`).
+
+    `result()` starts the child on first use and settles as soon as either the child ends or
+    the request's cancel fires (then `aborted` with the text shown so far, no diagnostic, not
+    waiting for the child). `dispose()` stops the child and awaits its owner task, bounded.
+    """
+
+    def __init__(
+        self,
+        agent: ChildAgent,
+        prompt: str,
+        cancel: CancelSignal,
+        *,
+        shown: ShownText | None = None,
+    ) -> None:
         self.id = new_run_id()
         self._agent = agent
         self._prompt = prompt
         self._request_cancel = cancel
+        self._shown = ShownText() if shown is None else shown
         self._stop = CancelSignal()
         self._settled: SubagentResult | None = None
-        self._driving = False
+        self._settled_event = anyio.Event()
+        self._started = False
+        self._child_running = False
+        self._owner: asyncio.Task[None] | None = None
+        self._owner_scope = anyio.CancelScope()
         self._finished = anyio.Event()
         self._dispose_lock = anyio.Lock()
         self._disposed = False
         self._dispose_outcome: str | None = None
 
     async def result(self) -> SubagentResult:
-        """Runs the child once (memoized); never raises for child-level failure."""
-        if self._settled is not None:
-            return self._settled
-        if self._driving:
-            await self._finished.wait()
-            assert self._settled is not None
-            return self._settled
-        self._driving = True
-        try:
+        """The child's result (memoized); never raises for child-level failure."""
+        if self._settled is None and not self._started:
+            self._started = True
             if self._request_cancel.cancelled or self._stop.cancelled:
-                self._settle(SubagentResult(stop_reason="aborted"))
+                self._settle_aborted()
             else:
-                self._settle(await self._drive())
-        finally:
-            # A cancelled caller still leaves a settled run behind.
-            self._settle(SubagentResult(stop_reason="aborted"))
-            self._finished.set()
+                self._owner = spawn_owner(self._own, f"model_agent.child.{self.id}")
+                if self._owner is None:
+                    # No asyncio loop: the caller drives the child (it settles on its end).
+                    await self._own()
+        if self._settled is None:
+            async with anyio.create_task_group() as race:
+
+                async def settle_on_cancel() -> None:
+                    await self._request_cancel.wait()
+                    self._stop.cancel()
+                    self._settle_aborted()
+
+                race.start_soon(settle_on_cancel)
+                await self._settled_event.wait()
+                race.cancel_scope.cancel()
         assert self._settled is not None
         return self._settled
 
-    async def _drive(self) -> SubagentResult:
-        outcome: AgentResult | None = None
-        async with anyio.create_task_group() as link:
+    async def _own(self) -> None:
+        """The child's whole life: cancel forwarding, the agent's run, the settlement."""
+        self._child_running = True
+        try:
+            with self._owner_scope:
+                async with anyio.create_task_group() as link:
 
-            async def forward_cancel() -> None:
-                await self._request_cancel.wait()
-                self._stop.cancel()
+                    async def forward_cancel() -> None:
+                        await self._request_cancel.wait()
+                        self._stop.cancel()
+                        self._settle_aborted()
 
-            link.start_soon(forward_cancel)
-            outcome = await self._agent.run(self._prompt, self._stop)
-            link.cancel_scope.cancel()
-        assert outcome is not None
-        return SubagentResult(
-            stop_reason=stop_reason_of(outcome.status),
-            output=outcome.output,
-            diagnostic=None,
-            usage=outcome.usage,
-        )
+                    link.start_soon(forward_cancel)
+                    outcome = await self._agent.run(self._prompt, self._stop)
+                    link.cancel_scope.cancel()
+                self._settle(
+                    SubagentResult(
+                        stop_reason=stop_reason_of(outcome.status),
+                        output=outcome.output,
+                        diagnostic=None,
+                        usage=outcome.usage,
+                    )
+                )
+        except Exception:
+            # A broken child contract: logged, never shown (its text is not safe).
+            _log.exception("model child %s raised", self.id)
+            self._settle(SubagentResult(stop_reason="error"))
+        finally:
+            self._settle_aborted()
+            self._finished.set()
 
     def _settle(self, result: SubagentResult) -> None:
         if self._settled is None:
             self._settled = result
+            self._settled_event.set()
+
+    def _settle_aborted(self) -> None:
+        self._settle(SubagentResult(stop_reason="aborted", output=self._shown.text))
 
     async def dispose(self) -> str | None:
-        """Stops the child and waits (bounded) for it to wind down; memoized, never raises."""
+        """Settles a pending result `aborted`, stops the child and awaits it (bounded).
+
+        Memoized; never raises. Returns None once the child ended (its tool calls' processes
+        are gone with it), or the safe teardown line when it did not end in time.
+        """
         with anyio.CancelScope(shield=True):
             async with self._dispose_lock:
                 if self._disposed:
                     return self._dispose_outcome
                 self._disposed = True
                 self._stop.cancel()
-                if self._driving:
+                self._settle_aborted()
+                if self._child_running and not self._finished.is_set():
                     with anyio.move_on_after(DISPOSE_WAIT_SECONDS):
                         await self._finished.wait()
                     if not self._finished.is_set():
+                        # Past the bound: cancel the child's task (its shielded cleanups run).
+                        self._owner_scope.cancel()
+                        with anyio.move_on_after(DISPOSE_WAIT_SECONDS):
+                            await self._finished.wait()
+                    if not self._finished.is_set():
                         self._dispose_outcome = failure_line(MODEL_PROVIDER, "teardown", "unknown")
-                self._settle(SubagentResult(stop_reason="aborted"))
         return self._dispose_outcome
