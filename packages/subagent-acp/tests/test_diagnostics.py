@@ -9,6 +9,7 @@ import pytest
 from subagent_acp import ACPProvider
 from subagent_acp._facts import map_stop_reason, result_diagnostic, teardown_line
 from subagent_core import (
+    CancelSignal,
     SubagentRegistry,
     SubagentRequest,
     SubagentResult,
@@ -92,18 +93,23 @@ async def test_rpc_error_on_prompt_is_transport(make_config, run_once, caplog) -
     )
 
 
+def cause_texts(error: BaseException) -> list[str]:
+    """The texts of the `__cause__` chain (the registry wraps the provider's error)."""
+    texts: list[str] = []
+    cause = error.__cause__
+    while cause is not None:
+        texts.append(str(cause))
+        cause = cause.__cause__
+    return texts
+
+
 async def test_rpc_error_on_new_session_is_a_start_error(make_config) -> None:
     script = {"error": {"at": "new_session", "code": -32000, "message": SECRET, "data": SECRET}}
     error = await start_error(make_config(script))
     expected = "Subagent failure (provider: acp; stage: new-session; category: transport)"
     assert (str(error), error.diagnostic) == (expected, expected)
-    # The raw error is kept only in the cause chain (the registry wraps the provider's error).
-    causes = []
-    cause = error.__cause__
-    while cause is not None:
-        causes.append(str(cause))
-        cause = cause.__cause__
-    assert any(SECRET in text for text in causes)
+    # The raw error is kept only in the cause chain.
+    assert any(SECRET in text for text in cause_texts(error))
 
 
 async def test_crash_during_initialize_with_exit_3(make_config) -> None:
@@ -134,10 +140,9 @@ async def test_rpc_error_on_initialize_is_transport(make_config) -> None:
 
 async def test_schema_invalid_initialize_answer_is_transport(make_config) -> None:
     error = await start_error(make_config({"results": {"initialize": {"protocolVersion": SECRET}}}))
-    assert (
-        error.diagnostic
-        == "Subagent failure (provider: acp; stage: initialize; category: transport)"
-    )
+    expected = "Subagent failure (provider: acp; stage: initialize; category: transport)"
+    assert (str(error), error.diagnostic) == (expected, expected)
+    assert any(SECRET in text for text in cause_texts(error))
 
 
 async def test_schema_invalid_new_session_answer_is_protocol(make_config) -> None:
@@ -145,6 +150,54 @@ async def test_schema_invalid_new_session_answer_is_protocol(make_config) -> Non
     assert (
         error.diagnostic
         == "Subagent failure (provider: acp; stage: new-session; category: protocol)"
+    )
+
+
+async def test_schema_invalid_prompt_answer_is_unknown(make_config, run_once) -> None:
+    result, _ = await run_once(make_config({"text": "t", "results": {"prompt": [SECRET]}}))
+    assert result == SubagentResult(
+        stop_reason="error",
+        output="t",
+        diagnostic="Subagent failure (provider: acp; stage: prompt; category: unknown)",
+    )
+
+
+# -- a lost connection waits (up to 1.0 s) for the process outcome -----------------------------
+
+
+async def diagnostic_of(config) -> str | None:
+    """The start error's diagnostic, or the settled result's."""
+    registry = SubagentRegistry()
+    registry.register(ACPProvider(config))
+    with anyio.fail_after(60):
+        try:
+            run = await registry.start(config.provider_name, SubagentRequest(prompt="go"))
+        except SubagentStartError as error:
+            assert str(error) == error.diagnostic
+            return error.diagnostic
+        async with run:
+            result = await run.result()
+        assert result.stop_reason == "error"
+        return result.diagnostic
+
+
+@pytest.mark.parametrize(
+    ("point", "stage"),
+    [("initialize", "initialize"), ("new_session", "new-session"), ("prompt", "process")],
+)
+async def test_eof_then_exit_is_process_exit(make_config, point: str, stage: str) -> None:
+    # stdout closes first; the exit follows later, still within the outcome wait.
+    script = {"close_stdout": {"at": point, "exit_code": 7, "delay_seconds": 0.2}}
+    assert await diagnostic_of(make_config(script)) == (
+        f"Subagent failure (provider: acp; stage: {stage}; category: process-exit; exit code: 7)"
+    )
+
+
+@pytest.mark.parametrize("stage", ["initialize", "new-session", "prompt"])
+async def test_eof_from_a_live_child_is_transport(make_config, stage: str) -> None:
+    script = {"close_stdout": {"at": stage.replace("-", "_")}}
+    assert await diagnostic_of(make_config(script)) == (
+        f"Subagent failure (provider: acp; stage: {stage}; category: transport)"
     )
 
 
@@ -237,6 +290,27 @@ async def test_completed_never_carries_a_diagnostic(make_config, run_once) -> No
     assert result == SubagentResult(stop_reason="completed", output="[permission cancelled]")
 
 
+async def test_local_cancel_after_a_permission_has_no_diagnostic(
+    make_config, tmp_path, wait_for_path
+) -> None:
+    marker = tmp_path / "asked"
+    script = {
+        "permission": {"tool_kind": "execute"},
+        "hang_at": "prompt",
+        "markers": [{"at": "prompt_output", "path": str(marker)}],
+    }
+    registry = SubagentRegistry()
+    registry.register(ACPProvider(make_config(script)))
+    cancel = CancelSignal()
+    with anyio.fail_after(60):
+        run = await registry.start("acp", SubagentRequest(prompt="go", cancel=cancel))
+        async with run:
+            await wait_for_path(marker)
+            cancel.cancel()
+            result = await run.result()
+    assert result == SubagentResult(stop_reason="aborted", output="[permission cancelled]")
+
+
 async def test_missing_tool_kind_is_other(make_config, run_once) -> None:
     script = {"permission": {}, "stop_reason": "refusal"}
     result, _ = await run_once(make_config(script))
@@ -247,6 +321,26 @@ async def test_missing_tool_kind_is_other(make_config, run_once) -> None:
 
 
 async def test_the_latest_permission_request_wins(make_config, run_once) -> None:
+    script = {
+        "permission": [
+            {
+                "tool_kind": "delete",
+                "options": [{"optionId": "always", "name": SECRET, "kind": "allow_always"}],
+            },
+            # allow_always above is not remembered: this request is decided on its own.
+            {"tool_kind": "read"},
+        ],
+        "stop_reason": "max_tokens",
+    }
+    result, _ = await run_once(make_config(script, permission="allow"))
+    assert result == SubagentResult(
+        stop_reason="max-tokens",
+        output="[permission selected always][permission selected allow]",
+        diagnostic="ACP permission (policy: allow; tool kind: read; decision: allow_once)",
+    )
+
+
+async def test_allow_always_is_reported_as_selected(make_config, run_once) -> None:
     script = {
         "permission": {
             "tool_kind": "delete",

@@ -58,6 +58,7 @@ KNOBS = frozenset(
         "grandchild",
         "grandchild_setsid",
         "close_stdin_at",
+        "close_stdout",
         "gate_file",
         "record_file",
     }
@@ -185,18 +186,18 @@ class FakeChild:
 
     # -- scripted hooks ----------------------------------------------------------------------
 
-    def _marker(self, point: str) -> None:
+    def _markers(self, point: str) -> list[dict[str, Any]]:
         markers: object = self._script.get("markers", [])
         items: list[object] = [markers] if isinstance(markers, dict) else _list(markers)
-        for raw in items:
-            item = _dict(raw)
-            if "path" in item and item.get("at", "start") == point:
+        return [_dict(item) for item in items if _dict(item).get("at", "start") == point]
+
+    def _marker(self, point: str) -> None:
+        for item in self._markers(point):
+            if "path" in item:
                 Path(str(item["path"])).write_text(str(item.get("text", point)), "utf-8")
 
     def _has_marker(self, point: str) -> bool:
-        markers: object = self._script.get("markers", [])
-        items: list[object] = [markers] if isinstance(markers, dict) else _list(markers)
-        return any(_dict(item).get("at") == point for item in items)
+        return bool(self._markers(point))
 
     def _inject(self, point: str) -> None:
         for raw in _list(self._script.get("inject")):
@@ -231,6 +232,20 @@ class FakeChild:
             threading.Event().wait(10)
         os._exit(int(crash.get("exit_code", 1)))
 
+    def _close_stdout(self, point: str) -> None:
+        """Closes stdout (the client sees EOF), then exits after a delay or waits for EOF."""
+        close = _dict(self._script.get("close_stdout"))
+        if close.get("at") != point:
+            return
+        self._flush()
+        os.close(self._out.fileno())
+        if "exit_code" in close:
+            threading.Event().wait(float(close.get("delay_seconds", 0.0)))
+            os._exit(int(close["exit_code"]))
+        while self._in.readline():
+            pass
+        os._exit(0)
+
     def _scripted_error(self, point: str, request_id: object) -> bool:
         error = _dict(self._script.get("error"))
         if error.get("at") != point:
@@ -248,6 +263,7 @@ class FakeChild:
         self._marker(point)
         self._inject(point)
         self._crash(point)
+        self._close_stdout(point)
         if self._scripted_error(point, request_id):
             return False
         return self._script.get("hang_at") != point or point == "prompt"
@@ -368,8 +384,9 @@ class FakeChild:
             code = _dict(answer.get("error")).get("code", "ok")
             self._chunk(f"[{method} -> {code}]")
         stop_reason: object = script.get("stop_reason", "end_turn")
-        if isinstance(script.get("permission"), dict):
-            permission = _dict(script.get("permission"))
+        requests: object = script.get("permission")
+        for raw in [requests] if isinstance(requests, dict) else _list(requests):
+            permission = _dict(raw)
             params = self._permission_params(permission)
             request_id = self._request("session/request_permission", params)
             self._flush()
