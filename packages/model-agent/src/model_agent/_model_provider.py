@@ -206,6 +206,7 @@ class ModelRun(SubagentRun):
     async def _own(self) -> None:
         """The child's whole life: cancel forwarding, the agent's run, the settlement."""
         self._child_running = True
+        outcome: AgentResult | None = None
         try:
             with self._owner_scope:
                 async with anyio.create_task_group() as link:
@@ -218,6 +219,7 @@ class ModelRun(SubagentRun):
                     link.start_soon(forward_cancel)
                     outcome = await self._agent.run(self._prompt, self._stop)
                     link.cancel_scope.cancel()
+            if outcome is not None:
                 self._settle(
                     SubagentResult(
                         stop_reason=stop_reason_of(outcome.status),
