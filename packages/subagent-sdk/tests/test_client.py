@@ -298,3 +298,80 @@ async def test_owned_run_collects_only_its_root_after_the_receipt(
         assert transcript.finished
         assert transcript.receipt_seen
     assert first.message_id != second.message_id
+
+
+async def test_the_stderr_tail_keeps_the_newest_400_lines(peer: Peer) -> None:
+    stderr = "".join(f"line {n}\n" for n in range(1000))
+    with anyio.fail_after(15):
+        async with peer() as client:
+            with pytest.raises(TransportClosedError) as caught:
+                await client.request("exit", {"code": 1, "stderr": stderr})
+    expected = [f"line {n}" for n in range(600, 1000)]
+    assert client.stderr_lines == expected
+    assert str(caught.value).endswith("last stderr lines:\n" + "\n".join(expected))
+
+
+def _event(session: str, kind: str, data: dict[str, object]) -> Notification:
+    return Notification(
+        "session.event",
+        {"sessionId": session, "event": {"type": kind, "seq": 1, "time": "t", "data": data}},
+    )
+
+
+def _status(session: str, status: str) -> Notification:
+    return Notification("session.status", {"sessionId": session, "status": status})
+
+
+def _delta(session: str, kind: str, text: str) -> Notification:
+    return _event(session, "assistant/chunk", {"chunk": {"type": kind, "text": text}})
+
+
+def _message(session: str, text: str) -> Notification:
+    blocks = [{"type": "text", "text": text}] if text else []
+    return _event(session, "assistant/message", {"message": {"content": blocks}})
+
+
+def _turn_end(session: str, kind: str) -> Notification:
+    return _event(session, "turn/end", {"reason": {"kind": kind}})
+
+
+def test_the_transcript_takes_the_last_root_values_from_the_receipt_on() -> None:
+    transcript = RunTranscript("root")
+    transcript.message_id = "m-1"
+    for notification in [
+        _delta("root", "text-delta", "before"),
+        _event("root", "agent/inbox/spliced", {"inserted": [{"id": "m-0"}]}),
+        _turn_end("root", "error"),
+        _event("root", "agent/inbox/spliced", {"inserted": [{"id": "x"}, {"id": "m-1"}]}),
+        _delta("root", "text-delta", "a"),
+        _delta("root", "reasoning-delta", "THOUGHT"),
+        _delta("child", "text-delta", "CHILD"),
+        _message("root", "first"),
+        _turn_end("root", "error"),
+        _message("root", "second"),
+        _message("root", ""),
+        _message("child", "CHILD"),
+        _delta("root", "text-delta", "b"),
+        _turn_end("root", "max-tokens"),
+        _turn_end("child", "completed"),
+        _status("child", "idle"),
+    ]:
+        transcript.feed(notification)
+    assert not transcript.finished
+    assert (transcript.output, transcript.deltas) == ("second", ["a", "b"])
+    assert transcript.turn_end is not None
+    assert transcript.turn_end.kind == "max-tokens"
+    transcript.feed(_status("root", "idle"))
+    assert transcript.finished
+
+
+def test_without_a_message_the_output_is_the_deltas_after_the_receipt() -> None:
+    transcript = RunTranscript("root")
+    transcript.message_id = "m-1"
+    transcript.feed(_delta("root", "text-delta", "early "))
+    transcript.feed(_event("root", "agent/inbox/spliced", {"inserted": [{"id": "m-1"}]}))
+    assert transcript.output == ""
+    transcript.feed(_delta("root", "text-delta", "late"))
+    transcript.feed(_message("root", ""))
+    assert transcript.output == "late"
+    assert transcript.turn_end is None

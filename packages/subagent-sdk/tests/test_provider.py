@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -187,15 +188,59 @@ async def test_hang_then_cancel_settles_aborted_with_empty_output(
         assert await run.dispose() is None
 
 
-async def test_dispose_without_cancel_settles_aborted(provider: Provider, tmp_path: Path) -> None:
+async def test_cancel_after_streaming_settles_aborted_with_the_partial_output(
+    provider: Provider, tmp_path: Path
+) -> None:
+    # hang_at="deltas": the deltas are streamed (and read by the client) before the hang.
     ready = tmp_path / "ready"
-    sdk = provider(FakeScript(text="partial", hang_at="prompt", ready_file=str(ready)))
+    sdk = provider(FakeScript(text="partial", deltas=2, hang_at="deltas", ready_file=str(ready)))
+    cancel = CancelSignal()
+    with anyio.fail_after(30):
+        run = await sdk.start(SubagentRequest(prompt="p", cwd=tmp_path, cancel=cancel))
+        await wait_for_file(ready)
+        cancel.cancel()
+        # Settles without waiting for the child (it hangs until dispose) and without a diagnostic.
+        assert await run.result() == SubagentResult(stop_reason="aborted", output="partial")
+        assert await run.dispose() is None
+        assert await run.result() == SubagentResult(stop_reason="aborted", output="partial")
+
+
+async def test_dispose_without_cancel_settles_aborted(provider: Provider, tmp_path: Path) -> None:
+    for hang_at, output in (("prompt", ""), ("deltas", "partial")):
+        ready = tmp_path / f"ready-{hang_at}"
+        sdk = provider(FakeScript(text="partial", hang_at=hang_at, ready_file=str(ready)))
+        with anyio.fail_after(30):
+            run = await sdk.start(SubagentRequest(prompt="p", cwd=tmp_path))
+            await wait_for_file(ready)
+            assert await run.dispose() is None
+            assert await run.dispose() is None
+            assert await run.result() == SubagentResult(stop_reason="aborted", output=output)
+
+
+async def test_a_cancelled_dispose_caller_does_not_skip_the_cleanup(
+    provider: Provider, tmp_path: Path
+) -> None:
+    ready = tmp_path / "ready"
+    sdk = provider(FakeScript(hang_at="prompt", ready_file=str(ready)))
     with anyio.fail_after(30):
         run = await sdk.start(SubagentRequest(prompt="p", cwd=tmp_path))
         await wait_for_file(ready)
-        assert await run.dispose() is None
-        assert await run.dispose() is None
+        outcomes: list[str | None] = []
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            outcomes.append(await run.dispose())
+        # The shielded cleanup ran to the end (no second dispose: the leak guard checks the tree).
+        assert outcomes == [None]
         assert await run.result() == SubagentResult(stop_reason="aborted", output="")
+
+
+async def test_a_failed_shutdown_request_then_a_confirmed_ladder_is_only_logged(
+    provider: Provider, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="subagent_sdk")
+    sdk = provider(FakeScript(text="ok", ignore_shutdown=True), shutdown_timeout_seconds=0.2)
+    assert await run_once(sdk, tmp_path) == SubagentResult(stop_reason="completed", output="ok")
+    assert "SDK shutdown request failed (runtime gone: True)" in caplog.text
 
 
 async def test_cancel_during_initialize_is_a_start_error_after_rollback(
@@ -309,6 +354,45 @@ async def test_runtime_exit_mid_run_is_transport_with_figures(
         output="so far",
         diagnostic=line("session-run", "transport", "; exit code: 4"),
     )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+async def test_runtime_killed_mid_run_is_transport_with_the_signal(
+    provider: Provider, tmp_path: Path
+) -> None:
+    script = FakeScript(text="so far", signal_during_prompt="SIGKILL")
+    assert await run_once(provider(script), tmp_path) == SubagentResult(
+        stop_reason="error",
+        output="so far",
+        diagnostic=line("session-run", "transport", "; signal: SIGKILL"),
+    )
+
+
+async def test_over_limit_frame_mid_run_is_transport_without_figures(
+    provider: Provider, tmp_path: Path
+) -> None:
+    # The runtime keeps running, so no exit facts are observed within the 1 s wait.
+    script = FakeScript(noise=["huge-line"], noise_at="prompt", huge_line_bytes=10_000)
+    assert await run_once(provider(script, max_frame_bytes=4096), tmp_path) == SubagentResult(
+        stop_reason="error", output="", diagnostic=line("session-run", "transport")
+    )
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        FakeScript(text="fine", stderr="STDERR-SECRET"),
+        FakeScript(text="so far", exit_during_prompt=5, stderr="STDERR-SECRET"),
+        FakeScript(text="half", malformed_message=True, stderr="STDERR-SECRET"),
+    ],
+)
+async def test_stderr_reaches_the_host_log_only(
+    provider: Provider, tmp_path: Path, caplog: pytest.LogCaptureFixture, script: FakeScript
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="subagent_sdk")
+    result = await run_once(provider(script), tmp_path)
+    assert "STDERR-SECRET" not in repr(result)
+    assert "sdk runtime stderr: STDERR-SECRET" in caplog.text
 
 
 async def test_stream_before_receipt_and_child_sessions_are_not_attributed(

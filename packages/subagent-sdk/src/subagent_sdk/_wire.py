@@ -185,24 +185,26 @@ class PromptResult:
 
 
 def _blocks_text(value: JSONValue, *, server: bool = False) -> str:
-    """Concatenated `text` of a list of typed content blocks (other block types add nothing)."""
+    """Concatenated `text` of a list of typed content blocks (other block types add nothing).
+
+    Raises `InvalidParamsError` with the runtime's message on the server side, else
+    `SDKProtocolError`.
+    """
+
+    def malformed(server_message: str) -> Exception:
+        return InvalidParamsError(server_message) if server else _protocol("message content")
+
     if not isinstance(value, list):
-        if server:
-            raise InvalidParamsError("contentBlocks must be a list of content blocks")
-        raise _protocol("message content")
+        raise malformed("contentBlocks must be a list of content blocks")
     parts: list[str] = []
     for item in value:
         block = as_object(item)
         if block is None or not isinstance(block.get("type"), str):
-            if server:
-                raise InvalidParamsError("contentBlocks must be a list of content blocks")
-            raise _protocol("message content")
+            raise malformed("contentBlocks must be a list of content blocks")
         if block["type"] == "text":
             text = block.get("text")
             if not isinstance(text, str):
-                if server:
-                    raise InvalidParamsError("a text content block needs a string text")
-                raise _protocol("message content")
+                raise malformed("a text content block needs a string text")
             parts.append(text)
     return "".join(parts)
 

@@ -8,7 +8,7 @@ import signal
 import sys
 import uuid
 from datetime import UTC, datetime
-from typing import Final
+from typing import Any, Final
 
 import anyio
 import anyio.abc
@@ -18,6 +18,7 @@ from subagent_sdk._framing import (
     FrameTooLargeError,
     FrameWriter,
     Request,
+    Response,
     encode_frame,
     notification_frame,
 )
@@ -69,6 +70,7 @@ class _Runtime:
         self.stop: anyio.CancelScope | None = None
         self._seq: dict[str, int] = {}
         self._locks: dict[str, anyio.Lock] = {}
+        self._replies: dict[str, anyio.Event] = {}
 
     def finish(self, code: int) -> None:
         self.exit_code = code
@@ -156,6 +158,18 @@ class _Runtime:
         await self.text_turn(other, "FOREIGN TEXT", {"kind": "error", "error": {"message": "x"}})
         await self.status(other, "idle")
 
+    async def round_trip(self) -> None:
+        """A request to the client, awaiting its (refusal) answer: the client has read all
+        that was written before it, so a test acting on the ready file sees that text taken."""
+        request_id = f"sync-{uuid.uuid4().hex}"
+        answered = self._replies[request_id] = anyio.Event()
+        await self.writer.send_request(request_id, "runtime/sync", {})
+        await answered.wait()
+
+    def on_response(self, response: Response) -> None:
+        if isinstance(response.id, str) and response.id in self._replies:
+            self._replies.pop(response.id).set()
+
     async def wait_go(self) -> None:
         script = self.script
         if script.ready_file:
@@ -191,6 +205,15 @@ class _Runtime:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.finish(0)
 
+    async def send_scripted_error(self, request: Request, error: dict[str, Any]) -> None:
+        """Answers with a script's `{code?, message?, data?}` error (code default `-32603`)."""
+        await self.writer.send_error(
+            request.id,
+            int(error.get("code", INTERNAL_ERROR)),
+            str(error.get("message", "")),
+            error.get("data"),
+        )
+
     async def initialize(self, request: Request) -> None:
         script = self.script
         params = InitializeParams.from_params(request.params)
@@ -202,13 +225,7 @@ class _Runtime:
         if script.hang_at == "initialize":
             await self.wait_go()
         if script.initialize_error is not None:
-            error = script.initialize_error
-            await self.writer.send_error(
-                request.id,
-                int(error.get("code", INTERNAL_ERROR)),
-                str(error.get("message", "")),
-                error.get("data"),
-            )
+            await self.send_scripted_error(request, script.initialize_error)
             return
         if script.initialize_result is not None:
             await self.writer.send_result(request.id, script.initialize_result)
@@ -223,13 +240,7 @@ class _Runtime:
             await self.writer.send_error(request.id, INTERNAL_ERROR, SHUTTING_DOWN_MESSAGE)
             return
         if script.prompt_error is not None:
-            error = script.prompt_error
-            await self.writer.send_error(
-                request.id,
-                int(error.get("code", INTERNAL_ERROR)),
-                str(error.get("message", "")),
-                error.get("data"),
-            )
+            await self.send_scripted_error(request, script.prompt_error)
             return
         if script.prompt_result is not None:
             await self.writer.send_result(request.id, script.prompt_result)
@@ -278,6 +289,12 @@ class _Runtime:
         await self.deltas(session, answer)
         if script.subagent is not None:
             await self.child(session)
+        if script.hang_at == "deltas":
+            await self.round_trip()
+            await self.wait_go()
+        if script.signal_during_prompt is not None:
+            os.kill(os.getpid(), getattr(signal, script.signal_during_prompt))
+            await anyio.sleep_forever()
         if script.exit_during_prompt is not None:
             sys.stderr.write("fake runtime: exiting during the prompt\n")
             sys.stderr.flush()
@@ -361,6 +378,8 @@ async def _read_requests(
                 await runtime.handle(frame)
             elif isinstance(frame, Request):
                 task_group.start_soon(runtime.handle, frame)
+            elif isinstance(frame, Response):
+                runtime.on_response(frame)
     except (FrameTooLargeError, anyio.BrokenResourceError):
         pass
 

@@ -49,6 +49,7 @@ class FakeScript:
     stderr: str | None = None
     exit_before_initialize: int | None = None
     exit_during_prompt: int | None = None
+    signal_during_prompt: str | None = None
     ignore_eof: bool = False
     ignore_shutdown: bool = False
     trap_sigterm: bool = False
@@ -72,8 +73,12 @@ class FakeScript:
         if unknown:
             raise ValueError(f"unknown fake SDK runtime script keys: {', '.join(unknown)}")
         script = cls(**data)  # pyright: ignore[reportArgumentType]
-        if script.hang_at not in (None, "initialize", "prompt"):
-            raise ValueError("hang_at must be initialize or prompt")
+        if script.hang_at not in (None, "initialize", "prompt", "deltas"):
+            raise ValueError("hang_at must be initialize, prompt or deltas")
+        if script.signal_during_prompt is not None and not script.signal_during_prompt.startswith(
+            "SIG"
+        ):
+            raise ValueError("signal_during_prompt must be a signal name such as SIGKILL")
         if script.noise_at not in ("initialize", "prompt"):
             raise ValueError("noise_at must be initialize or prompt")
         bad_noise = sorted(set(script.noise) - _NOISE_KINDS)
