@@ -172,13 +172,14 @@ async def test_permission_title_and_options_never_leak(make_config, run_once, in
     assert_clean(result, in_grammar)
 
 
-async def test_out_of_set_tool_kind_is_refused_by_the_schema(
-    make_config, run_once, in_grammar
-) -> None:
-    # The SDK rejects the request as invalid params; the child sees no outcome and carries on.
-    script = {"permission": {"tool_kind": "launch_missiles"}, "stop_reason": "refusal"}
+async def test_out_of_set_tool_kind_is_other(make_config, run_once, in_grammar) -> None:
+    script = {"permission": {"tool_kind": f"launch {SECRET}"}, "stop_reason": "refusal"}
     result, _ = await run_once(make_config(script))
-    assert result.stop_reason == "refusal"
+    assert result == SubagentResult(
+        stop_reason="refusal",
+        output="[permission cancelled]",
+        diagnostic="ACP permission (policy: reject; tool kind: other; decision: cancelled)",
+    )
     assert_clean(result, in_grammar)
 
 
@@ -197,7 +198,7 @@ async def test_grandchild_crash_combo_never_hangs(make_config, run_once, in_gram
     assert disposed is None
 
 
-async def test_invalid_notifications_stay_out_of_other_loggers(
+async def test_invalid_notifications_and_requests_stay_out_of_other_loggers(
     make_config, run_once, caplog
 ) -> None:
     bad_update = {
@@ -210,6 +211,7 @@ async def test_invalid_notifications_stay_out_of_other_loggers(
         "inject": [
             {"at": "prompt", "kind": "raw", "line": json.dumps(bad_update)},
             {"at": "prompt", "kind": "raw", "line": json.dumps(weird)},
+            {"at": "prompt", "kind": "unknown_request", "method": f"vendor/{SECRET}"},
         ],
         "text": "ok",
     }

@@ -16,7 +16,7 @@ from subagent_core import (
     SubagentResult,
     SubagentStartError,
 )
-from subagent_core.testing import track_spawns
+from subagent_core.testing import live_group_members, track_spawns
 
 ABORTED_TEXT = "subagent request was aborted before the ACP child started"
 
@@ -141,12 +141,13 @@ def test_unenterable_config_cwd_is_rejected(make_config, tmp_path: Path) -> None
         locked.chmod(0o700)
 
 
-@pytest.mark.parametrize("kind", ["none", "relative", "missing", "file"])
+@pytest.mark.parametrize("kind", ["none", "empty", "relative", "missing", "file"])
 async def test_bad_request_cwd_fails_before_spawn(make_config, tmp_path: Path, kind: str) -> None:
     file = tmp_path / "file.txt"
     file.write_text("x", "utf-8")
     cwd = {
         "none": None,
+        "empty": Path(""),
         "relative": Path("relative/dir"),
         "missing": tmp_path / "nope",
         "file": file,
@@ -254,6 +255,73 @@ async def test_hang_then_cancel_is_aborted_with_partial_output(
             cancel.cancel()
             result = await run.result()
     assert result == SubagentResult(stop_reason="aborted", output="partial")
+
+
+async def test_local_cancel_does_not_signal_the_process(
+    make_config, tmp_path: Path, wait_for_path, process_leak_guard: list[int]
+) -> None:
+    prompted = tmp_path / "prompted"
+    cancelled = tmp_path / "cancel-seen"
+    eof = tmp_path / "eof-seen"
+    script = {
+        "hang_at": "prompt",
+        "markers": [
+            {"at": "prompt", "path": str(prompted)},
+            {"at": "cancel", "path": str(cancelled)},
+            {"at": "eof", "path": str(eof)},
+        ],
+    }
+    registry = registry_with(make_config(script))
+    cancel = CancelSignal()
+    with anyio.fail_after(60):
+        run = await registry.start("acp", SubagentRequest(prompt="go", cancel=cancel))
+        await wait_for_path(prompted)
+        cancel.cancel()
+        assert await run.result() == SubagentResult(stop_reason="aborted")
+        await wait_for_path(cancelled)
+        # Settled, asked to stop, but neither signalled nor given EOF until dispose().
+        [pgid] = process_leak_guard
+        assert live_group_members(pgid) != []
+        assert not eof.exists()
+        assert await run.dispose() is None
+    assert eof.exists()
+    assert live_group_members(pgid) == []
+
+
+async def test_dispose_sends_a_best_effort_session_cancel(
+    make_config, tmp_path: Path, wait_for_path
+) -> None:
+    import json
+
+    record = tmp_path / "received.jsonl"
+    prompted = tmp_path / "prompted"
+    script = {
+        "record_file": str(record),
+        "hang_at": "prompt",
+        "session_id": "s-2",
+        "markers": [{"at": "prompt", "path": str(prompted)}],
+    }
+    registry = registry_with(make_config(script))
+    with anyio.fail_after(60):
+        run = await registry.start("acp", SubagentRequest(prompt="go"))
+        await wait_for_path(prompted)
+        assert await run.dispose() is None
+        assert await run.result() == SubagentResult(stop_reason="aborted")
+    received = [json.loads(line) for line in record.read_text("utf-8").splitlines()]
+    assert received[-1] == {
+        "jsonrpc": "2.0",
+        "method": "session/cancel",
+        "params": {"sessionId": "s-2"},
+    }
+
+
+async def test_child_stderr_is_inherited_and_never_read(
+    make_config, run_once, capfd: pytest.CaptureFixture[str]
+) -> None:
+    script = {"stderr": {"text": "STDERR-FROM-CHILD\n", "bytes": 18}, "text": "ok"}
+    result, _ = await run_once(make_config(script))
+    assert result == SubagentResult(stop_reason="completed", output="ok")
+    assert "STDERR-FROM-CHILD\n" in capfd.readouterr().err
 
 
 async def test_pre_cancelled_spawns_nothing(make_config, tmp_path: Path) -> None:

@@ -48,6 +48,29 @@ async def test_dispose_returns_the_teardown_line(make_config) -> None:
     assert result.diagnostic is None
 
 
+@pytest.mark.parametrize(
+    ("script", "figure"),
+    [
+        ({}, "exit code: 0"),  # exits on stdin EOF
+        ({"ignore_eof": True}, "signal: SIGTERM"),
+        ({"ignore_eof": True, "trap_sigterm": True}, "signal: SIGKILL"),
+    ],
+    ids=["eof", "sigterm", "sigkill"],
+)
+@pytest.mark.usefixtures("unconfirmed_teardown")
+async def test_the_ladder_step_that_ended_the_child(make_config, script, figure: str) -> None:
+    # The teardown line carries the observed outcome: which rung of the ladder ended the child.
+    registry = registry_with(make_config({"text": "done", **script}))
+    with anyio.fail_after(60):
+        run = await registry.start("acp", SubagentRequest(prompt="go"))
+        await run.result()
+        disposed = await run.dispose()
+    assert (
+        disposed
+        == f"Subagent failure (provider: acp; stage: teardown; category: unknown; {figure})"
+    )
+
+
 @pytest.mark.usefixtures("unconfirmed_teardown")
 async def test_start_error_appends_the_teardown_line(make_config) -> None:
     registry = registry_with(make_config({"omit_session_id": True}))
