@@ -75,15 +75,24 @@ async def test_env_is_scrubbed_and_explicit_values_win(
 ) -> None:
     monkeypatch.setenv("PARENT_SECRET_TOKEN", "ambient-secret")
     monkeypatch.setenv("DSH_AMBIENT", "ambient-dsh")
-    names = ["PARENT_SECRET_TOKEN", "DSH_AMBIENT", "DEEPSEEK_API_KEY", "DSH_MODE", "PATH"]
+    monkeypatch.setenv("PLAIN_AMBIENT", "removed-explicitly")
+    names = [
+        "PARENT_SECRET_TOKEN",
+        "DSH_AMBIENT",
+        "PLAIN_AMBIENT",
+        "DEEPSEEK_API_KEY",
+        "DSH_MODE",
+        "PATH",
+    ]
     config = make_config(
         {"echo_env": names},
-        env={"DEEPSEEK_API_KEY": "explicit-key", "DSH_MODE": "explicit-dsh"},
+        env={"DEEPSEEK_API_KEY": "explicit-key", "DSH_MODE": "explicit-dsh", "PLAIN_AMBIENT": None},
     )
     result, _ = await run_once(config)
     assert result.output == (
         "PARENT_SECRET_TOKEN unset\n"
         "DSH_AMBIENT unset\n"
+        "PLAIN_AMBIENT unset\n"
         "DEEPSEEK_API_KEY=explicit-key\n"
         "DSH_MODE=explicit-dsh\n"
         f"PATH={os.environ['PATH']}\n"
@@ -557,13 +566,17 @@ async def test_broken_pipe_to_a_live_child_is_prompt_transport(make_config, run_
     assert disposed is None
 
 
-async def test_missing_command_is_process_start(make_config) -> None:
-    registry = registry_with(make_config(command="/nonexistent/acp-agent", args=[]))
+@pytest.mark.parametrize("kind", ["missing", "not-executable"])
+async def test_missing_command_is_process_start(make_config, tmp_path: Path, kind: str) -> None:
+    command = tmp_path / "acp-agent"
+    if kind == "not-executable":
+        command.write_text("#!/bin/sh\nexit 0\n", "utf-8")
+        command.chmod(0o644)
+    registry = registry_with(make_config(command=str(command), args=[]))
     with anyio.fail_after(30), pytest.raises(SubagentStartError) as caught:
         await registry.start("acp", SubagentRequest(prompt="go"))
-    assert caught.value.diagnostic == (
-        "Subagent failure (provider: acp; stage: process; category: process-start)"
-    )
+    expected = "Subagent failure (provider: acp; stage: process; category: process-start)"
+    assert (str(caught.value), caught.value.diagnostic) == (expected, expected)
 
 
 # -- registry -----------------------------------------------------------------------------------

@@ -61,6 +61,11 @@ _UNEXPECTED: dict[Stage, Literal["transport", "protocol", "unknown"]] = {
 T = TypeVar("T")
 
 
+def _unexpected(stage: Stage) -> Failure:
+    """The failure for a schema-invalid answer or any other unexpected exception at `stage`."""
+    return Failure(stage, _UNEXPECTED.get(stage, "unknown"))
+
+
 @dataclass(slots=True)
 class _Raced(Generic[T]):
     """Which contender of a race finished first."""
@@ -227,16 +232,14 @@ class ACPRun(SubagentRun):
         except Exception as error:
             # A bug of ours must neither hang nor crash the parent: settle with safe facts.
             _log.exception("ACP run %s: unexpected failure", self.id)
-            failure = Failure(self._stage, _UNEXPECTED.get(self._stage, "unknown"))
+            failure = _unexpected(self._stage)
             if not self._ready.is_set():
                 self._fail_start(failure, None, error)
             else:
                 self._settle_facts("error", failure)
         finally:
             if not self._ready.is_set():
-                self._fail_start(
-                    Failure(self._stage, _UNEXPECTED.get(self._stage, "unknown")), None, None
-                )
+                self._fail_start(_unexpected(self._stage), None, None)
             self._settle("aborted", None)
             self._done.set()
 
@@ -369,7 +372,7 @@ class ACPRun(SubagentRun):
             if outcome is not None:
                 return Failure(exit_stage, "process-exit", outcome=outcome)
             return Failure(stage, "transport")
-        return Failure(stage, _UNEXPECTED.get(stage, "unknown"))
+        return _unexpected(stage)
 
     async def _race(self, operation: Callable[[], Awaitable[T]]) -> _Raced[T]:
         """Runs `operation` against process exit, the cancel signal and the stop request."""
