@@ -629,3 +629,12 @@ async def test_a_gigabyte_flood_keeps_memory_bounded(workspace: Path) -> None:
     assert data["stdoutTotalBytes"] == total
     assert data["stdoutOmitted"] == [16384, total - 16384]
     assert data["status"] == "completed"
+
+
+async def test_a_setsid_grandchild_with_closed_pipes_does_not_outlive_the_call(
+    workspace: Path,
+) -> None:
+    command = "setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo done"
+    with anyio.fail_after(30):
+        outcome = await make_tool().call({"command": command}, make_context(workspace))
+    assert result_of(outcome) == plain("completed", "done\n")

@@ -2,8 +2,9 @@
 
 The managed process tracks its tree through the process group and parent links, but a
 grandchild that called `setsid` and was orphaned before a snapshot saw it has neither. Every
-process a call starts inherits `MODEL_AGENT_CALL=<id>`, so when such a grandchild still holds
-the call's pipes it can be found and killed: it belongs to this call and to nothing else.
+process a call starts inherits `MODEL_AGENT_CALL=<id>`, so once the known tree is gone a sweep
+finds and kills such a grandchild (holding the call's pipes or not): it belongs to this call
+and to nothing else. A process that clears its own environment is not found (not a sandbox).
 """
 
 from __future__ import annotations
@@ -46,3 +47,18 @@ def kill_marked(marker: str) -> int:
             except OSError:
                 continue
     return killed
+
+
+SWEEP_PASSES = 3
+"""Sweeps in a row while the previous one still found someone (a forking escapee)."""
+
+
+def sweep_marked(marker: str) -> int:
+    """Kills every marked process, again while a pass found one (bounded); returns the count."""
+    total = 0
+    for _ in range(SWEEP_PASSES):
+        killed = kill_marked(marker)
+        total += killed
+        if killed == 0:
+            break
+    return total

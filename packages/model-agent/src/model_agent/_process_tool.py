@@ -33,7 +33,7 @@ from subagent_core import (
 )
 
 from ._output_buffer import HeadTailBuffer
-from ._process_sweep import MARKER_VARIABLE, kill_marked, new_marker
+from ._process_sweep import MARKER_VARIABLE, new_marker, sweep_marked
 from ._shell import shell_argv
 from ._tool import RequestContext, ToolOutcome
 
@@ -63,9 +63,6 @@ _STATUS: dict[_Reason, ProcessState] = {
     "output": "failed",
     "exit": "completed",
 }
-
-_EOF_AFTER_TEARDOWN_SECONDS = 0.25
-"""How long the pipes may take to report EOF once the known tree is gone."""
 
 _READ_BYTES = 256 * 1024
 """One read of a pipe: the event loop's own read size, so a flood costs few wake-ups."""
@@ -425,13 +422,11 @@ class ProcessExecuteTool:
                         await streams.drained.wait()
                         race.cancel_scope.cancel()
             gone = await proc.terminate(0.0, self._term_grace, self._kill_grace)
-            with anyio.move_on_after(_EOF_AFTER_TEARDOWN_SECONDS):
+            # A `setsid` grandchild orphaned before any snapshot saw it is outside the known
+            # tree, whether or not it holds a pipe: every call ends with a sweep for its marker.
+            await anyio.to_thread.run_sync(sweep_marked, marker)
+            with anyio.move_on_after(self._kill_grace):
                 await streams.drained.wait()
-            if not streams.drained.is_set():
-                # Someone outside the known tree still holds a pipe: an escaped grandchild.
-                kill_marked(marker)
-                with anyio.move_on_after(self._kill_grace):
-                    await streams.drained.wait()
         return gone
 
 
