@@ -169,9 +169,24 @@ async def test_death_keeps_queued_items_and_late_subscriptions_fail_at_once(peer
     with anyio.fail_after(15):
         async with peer() as client:
             subscription = client.subscribe()
-            await client.request("notify", {"notifications": [["a", {"n": 1}], ["b", {"n": 2}]]})
-            with pytest.raises(TransportClosedError):
-                await client.request("exit", {"code": 0})
+            waiting = client.subscribe(session_id="nobody")
+            waiter_failures: list[BaseException] = []
+
+            async def wait_on_the_empty_one() -> None:
+                with pytest.raises(TransportClosedError) as caught:
+                    await waiting.receive()
+                waiter_failures.append(caught.value)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait_on_the_empty_one)
+                await anyio.wait_all_tasks_blocked()
+                await client.request(
+                    "notify", {"notifications": [["a", {"n": 1}], ["b", {"n": 2}]]}
+                )
+                with pytest.raises(TransportClosedError):
+                    await client.request("exit", {"code": 0})
+            # Death woke the blocked waiter with TransportClosedError.
+            assert len(waiter_failures) == 1
             assert await subscription.receive() == Notification("a", {"n": 1})
             assert await subscription.receive() == Notification("b", {"n": 2})
             with pytest.raises(TransportClosedError):

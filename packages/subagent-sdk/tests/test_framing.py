@@ -144,3 +144,11 @@ def test_framing_round_trips_however_the_bytes_are_cut(
     assert [parse_frame(line) for line in lines] == [
         Notification("m", json.loads(json.dumps(params)))
     ] * 2
+
+
+async def test_deeply_nested_lines_are_skipped() -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    nested = b'{"method":"m","params":' * 50_000 + b"{}" + b"}" * 50_000
+    assert await _frames([deep + b"\n", nested + b"\n", b'{"method":"after"}\n']) == [
+        Notification("after", {})
+    ]

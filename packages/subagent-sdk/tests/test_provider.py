@@ -18,8 +18,10 @@ from subagent_core import (
     SubagentResult,
     SubagentStartError,
 )
-from subagent_sdk import SDKConfig, SDKProvider
+from subagent_sdk import InitializeResult, RunTranscript, SDKConfig, SDKProvider
 from subagent_sdk.testing import FakeScript
+
+CHILDREN = Path(__file__).parent / "children"
 
 Provider = Callable[..., SDKProvider]
 ABORTED_TEXT = "subagent request was aborted before the SDK child started"
@@ -292,7 +294,10 @@ async def test_spawn_failure_is_initialize_transport_without_figures(tmp_path: P
     assert error.diagnostic == line("initialize", "transport")
 
 
-async def test_initialize_failures_are_protocol(provider: Provider, tmp_path: Path) -> None:
+async def test_initialize_failures_are_protocol(
+    provider: Provider, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="subagent_sdk")
     request = SubagentRequest(prompt="p", cwd=tmp_path)
     rpc_error = provider(
         FakeScript(
@@ -306,6 +311,8 @@ async def test_initialize_failures_are_protocol(provider: Provider, tmp_path: Pa
     error = await start_error(rpc_error, request)
     assert error.diagnostic == line("initialize", "protocol")
     assert "SECRET" not in str(error)
+    # The runtime's own text stays in the host log.
+    assert "SECRET auth text" in caplog.text
     for bad in ({}, {"serverInfo": {"name": "n", "version": 1}}, "nope"):
         error = await start_error(provider(FakeScript(initialize_result=bad)), request)
         assert error.diagnostic == line("initialize", "protocol")
@@ -524,4 +531,55 @@ async def test_provider_surface(provider: Provider) -> None:
         False,
         False,
         False,
+    )
+
+
+async def test_each_run_sends_one_fresh_session_and_one_prompt(tmp_path: Path) -> None:
+    # The recording peer answers the prompt but never streams, so each run waits until disposed.
+    sessions: list[str] = []
+    for index in range(2):
+        log = tmp_path / f"peer-{index}.log"
+        sdk = SDKProvider(
+            SDKConfig(
+                command=sys.executable,
+                args=[str(CHILDREN / "peer.py"), str(log)],
+                cwd=tmp_path,
+                dispose_eof_grace_seconds=0.5,
+                dispose_grace_seconds=0.5,
+                dispose_kill_grace_seconds=1.0,
+            )
+        )
+        with anyio.fail_after(30):
+            run = await sdk.start(SubagentRequest(prompt=f"task {index}", cwd=tmp_path))
+            # The peer appends each line it reads to the log: poll it as a marker (bounded).
+            while b"session/prompt" not in await anyio.Path(log).read_bytes():  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+            assert await run.dispose() is None
+            assert await run.result() == SubagentResult(stop_reason="aborted", output="")
+        frames = [json.loads(x) for x in log.read_bytes().splitlines()]
+        assert [frame["method"] for frame in frames] == ["initialize", "session/prompt", "shutdown"]
+        params = frames[1]["params"]
+        assert re.fullmatch(r"session-[0-9a-f]{32}", params["sessionId"])
+        assert params["contentBlocks"] == [{"type": "text", "text": f"task {index}"}]
+        sessions.append(params["sessionId"])
+    assert sessions[0] != sessions[1]
+
+
+async def test_any_other_error_is_unknown_and_its_message_is_not_read(
+    provider: Provider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Real runtimes cannot raise a foreign exception through the client, so one is injected
+    # at the parsing boundary; the text it carries names other categories on purpose.
+    def explode(*_: object) -> None:
+        raise RuntimeError("SECRET protocol transport child-error")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(InitializeResult, "parse", explode)
+        error = await start_error(provider(), SubagentRequest(prompt="p", cwd=tmp_path))
+    assert error.diagnostic == line("initialize", "unknown")
+    with monkeypatch.context() as patch:
+        patch.setattr(RunTranscript, "feed", explode)
+        result = await run_once(provider(), tmp_path)
+    assert result == SubagentResult(
+        stop_reason="error", output="", diagnostic=line("session-run", "unknown")
     )
