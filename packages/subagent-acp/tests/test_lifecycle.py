@@ -634,6 +634,8 @@ async def test_the_client_wire_is_minimal(make_config, tmp_path: Path, wait_for_
     """No client capabilities, the resolved cwd, no MCP servers, one text block, session/cancel."""
     import json
 
+    from acp import PROTOCOL_VERSION
+
     record = tmp_path / "received.jsonl"
     prompted = tmp_path / "prompted"
     cancelled = tmp_path / "cancelled"
@@ -657,7 +659,7 @@ async def test_the_client_wire_is_minimal(make_config, tmp_path: Path, wait_for_
             await wait_for_path(cancelled)
     received = [json.loads(line) for line in record.read_text("utf-8").splitlines()]
     assert [(m.get("method"), m.get("params")) for m in received] == [
-        ("initialize", {"protocolVersion": 1}),
+        ("initialize", {"protocolVersion": PROTOCOL_VERSION}),
         ("session/new", {"cwd": str(tmp_path), "mcpServers": []}),
         (
             "session/prompt",

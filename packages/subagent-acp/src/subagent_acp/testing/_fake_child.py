@@ -385,7 +385,8 @@ class FakeChild:
             self._chunk(f"[{method} -> {code}]")
         stop_reason: object = script.get("stop_reason", "end_turn")
         requests: object = script.get("permission")
-        for raw in [requests] if isinstance(requests, dict) else _list(requests):
+        listed: list[object] = [requests] if isinstance(requests, dict) else _list(requests)
+        for raw in listed:
             permission = _dict(raw)
             params = self._permission_params(permission)
             request_id = self._request("session/request_permission", params)
