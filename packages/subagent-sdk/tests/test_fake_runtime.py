@@ -24,6 +24,7 @@ def test_bad_arguments_and_scripts_exit_2(capsys: pytest.CaptureFixture[str]) ->
     assert main(["--json", '{"no_such_knob": 1}']) == 2
     assert main(["--json", "[]"]) == 2
     assert main(["--json", '{"hang_at": "never"}']) == 2
+    assert main(["--json", '{"signal_during_prompt": "SIGNOPE"}']) == 2
     assert "no_such_knob" in capsys.readouterr().err
 
 

@@ -65,6 +65,19 @@ def _protocol(what: str) -> SDKProtocolError:
     return SDKProtocolError(f"malformed SDK {what}")
 
 
+def _strings(value: JSONObject, keys: tuple[str, ...], what: str) -> list[str]:
+    """The values of `keys`, each required to be a string.
+
+    Raises:
+        SDKProtocolError: a key is missing or not a string (`malformed SDK <what>`).
+    """
+    found = [value.get(key) for key in keys]
+    strings = [item for item in found if isinstance(item, str)]
+    if len(strings) != len(keys):
+        raise _protocol(what)
+    return strings
+
+
 def _is_int(value: JSONValue) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -126,12 +139,8 @@ class InitializeResult:
         Raises:
             SDKProtocolError: no serverInfo object or a non-string field.
         """
-        info = as_object((as_object(value) or {}).get("serverInfo"))
-        if info is None:
-            raise _protocol("initialize result")
-        name, version = info.get("name"), info.get("version")
-        if not isinstance(name, str) or not isinstance(version, str):
-            raise _protocol("initialize result")
+        info = as_object((as_object(value) or {}).get("serverInfo")) or {}
+        name, version = _strings(info, ("name", "version"), "initialize result")
         return cls(name=name, version=version)
 
 
@@ -178,9 +187,7 @@ class PromptResult:
     @classmethod
     def parse(cls, value: JSONValue) -> PromptResult:
         """Raises: SDKProtocolError: no string messageId."""
-        message_id = (as_object(value) or {}).get("messageId")
-        if not isinstance(message_id, str):
-            raise _protocol("session/prompt result")
+        (message_id,) = _strings(as_object(value) or {}, ("messageId",), "session/prompt result")
         return cls(message_id=message_id)
 
 
@@ -275,9 +282,9 @@ class SessionEvent:
     @classmethod
     def parse(cls, params: JSONObject) -> SessionEvent:
         """Raises: SDKProtocolError: no session id, or an event without its envelope."""
-        session_id = params.get("sessionId")
+        (session_id,) = _strings(params, ("sessionId",), "session event")
         event = as_object(params.get("event"))
-        if not isinstance(session_id, str) or event is None:
+        if event is None:
             raise _protocol("session event")
         kind, seq, data = event.get("type"), event.get("seq"), event.get("data", {})
         data_object = as_object(data)
@@ -350,8 +357,9 @@ class SessionStatus:
     @classmethod
     def parse(cls, params: JSONObject) -> SessionStatus:
         """Raises: SDKProtocolError: no session id or a status outside the closed set."""
-        session_id, status = params.get("sessionId"), params.get("status")
-        if not isinstance(session_id, str) or status not in ("running", "idle"):
+        (session_id,) = _strings(params, ("sessionId",), "session status")
+        status = params.get("status")
+        if status not in ("running", "idle"):
             raise _protocol("session status")
         return cls(session_id=session_id, status=status)  # type: ignore[arg-type]
 
@@ -369,9 +377,7 @@ class SubagentStarted:
     @classmethod
     def parse(cls, params: JSONObject) -> SubagentStarted:
         """Raises: SDKProtocolError: a session id is missing."""
-        parent, child = params.get("parentSessionId"), params.get("childSessionId")
-        if not isinstance(parent, str) or not isinstance(child, str):
-            raise _protocol("subagent.started")
+        parent, child = _strings(params, ("parentSessionId", "childSessionId"), "subagent.started")
         return cls(parent_session_id=parent, child_session_id=child)
 
 
@@ -403,17 +409,14 @@ class SubagentFinished:
     @classmethod
     def parse(cls, params: JSONObject) -> SubagentFinished:
         """Raises: SDKProtocolError: a required field is missing or mistyped."""
-        strings = [
-            params.get(k) for k in ("provider", "agentId", "parentSessionId", "childSessionId")
-        ]
+        provider, agent_id, parent, child = _strings(
+            params,
+            ("provider", "agentId", "parentSessionId", "childSessionId"),
+            "subagent.finished",
+        )
         status, last = params.get("status"), params.get("lastAssistantMessage")
-        if (
-            not all(isinstance(value, str) for value in strings)
-            or status not in ("ok", "error")
-            or not (last is None or isinstance(last, str))
-        ):
+        if status not in ("ok", "error") or not (last is None or isinstance(last, str)):
             raise _protocol("subagent.finished")
-        provider, agent_id, parent, child = (str(value) for value in strings)
         return cls(
             provider=provider,
             agent_id=agent_id,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, cast
 
@@ -75,9 +76,8 @@ class FakeScript:
         script = cls(**data)  # pyright: ignore[reportArgumentType]
         if script.hang_at not in (None, "initialize", "prompt", "deltas"):
             raise ValueError("hang_at must be initialize, prompt or deltas")
-        if script.signal_during_prompt is not None and not script.signal_during_prompt.startswith(
-            "SIG"
-        ):
+        name = script.signal_during_prompt
+        if name is not None and not isinstance(getattr(signal, name, None), signal.Signals):
             raise ValueError("signal_during_prompt must be a signal name such as SIGKILL")
         if script.noise_at not in ("initialize", "prompt"):
             raise ValueError("noise_at must be initialize or prompt")
