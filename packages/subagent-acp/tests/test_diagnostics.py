@@ -10,6 +10,7 @@ from subagent_acp import ACPProvider
 from subagent_acp._facts import map_stop_reason, result_diagnostic, teardown_line
 from subagent_core import (
     CancelSignal,
+    SpawnError,
     SubagentRegistry,
     SubagentRequest,
     SubagentResult,
@@ -27,6 +28,20 @@ async def start_error(config, request: SubagentRequest | None = None) -> Subagen
     with anyio.fail_after(60), pytest.raises(SubagentStartError) as caught:
         await registry.start(config.provider_name, request or SubagentRequest(prompt="go"))
     return caught.value
+
+
+def causes(error: BaseException) -> list[BaseException]:
+    """The `__cause__` chain (the registry wraps the provider's error)."""
+    chain: list[BaseException] = []
+    cause = error.__cause__
+    while cause is not None:
+        chain.append(cause)
+        cause = cause.__cause__
+    return chain
+
+
+def cause_texts(error: BaseException) -> list[str]:
+    return [str(cause) for cause in causes(error)]
 
 
 # -- the examples of diagnostics.md, verbatim ------------------------------------------------
@@ -69,6 +84,7 @@ async def test_command_not_found_is_a_start_error(make_config, tmp_path) -> None
     expected = "Subagent failure (provider: acp; stage: process; category: process-start)"
     assert error.diagnostic == expected
     assert str(error) == expected
+    assert any(isinstance(cause, SpawnError) for cause in causes(error))
 
 
 async def test_rpc_error_on_prompt_is_transport(make_config, run_once, caplog) -> None:
@@ -87,20 +103,13 @@ async def test_rpc_error_on_prompt_is_transport(make_config, run_once, caplog) -
     )
     assert result.stop_reason == "error"
     assert SECRET not in repr(result)
-    # The raw error stays in the host log of our own logger.
-    assert any(
-        SECRET in record.getMessage() or SECRET in str(record.exc_info) for record in caplog.records
-    )
-
-
-def cause_texts(error: BaseException) -> list[str]:
-    """The texts of the `__cause__` chain (the registry wraps the provider's error)."""
-    texts: list[str] = []
-    cause = error.__cause__
-    while cause is not None:
-        texts.append(str(cause))
-        cause = cause.__cause__
-    return texts
+    # The raw error stays in the host log of our own logger, and only there.
+    holders = {
+        record.name
+        for record in caplog.records
+        if SECRET in record.getMessage() or SECRET in str(record.exc_info)
+    }
+    assert holders == {"subagent_acp"}
 
 
 async def test_rpc_error_on_new_session_is_a_start_error(make_config) -> None:
