@@ -15,6 +15,8 @@ from contextlib import asynccontextmanager
 import anyio
 from subagent_core import CancelSignal
 
+from ._race import unless_cancelled
+
 DELEGATE_LIMIT = 3
 """Children running at once in the whole process."""
 
@@ -89,15 +91,7 @@ class DelegateQueue:
         waiter = _Waiter()
         self._waiters.append(waiter)
         try:
-            async with anyio.create_task_group() as race:
-
-                async def stop_on_cancel() -> None:
-                    await cancel.wait()
-                    race.cancel_scope.cancel()
-
-                race.start_soon(stop_on_cancel)
-                await waiter.event.wait()
-                race.cancel_scope.cancel()
+            await unless_cancelled(cancel, waiter.event.wait)
         except BaseException:
             self._abandon(waiter)
             raise

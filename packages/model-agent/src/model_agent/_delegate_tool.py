@@ -175,6 +175,10 @@ def outcome_of(result: SubagentResult, *, timed_out_after: float | None = None) 
 class SubagentDelegateTool:
     """The `subagent_delegate` tool of one agent (`config` is the parent's config)."""
 
+    name = SUBAGENT_DELEGATE
+    description = _DESCRIPTION
+    parameters: Mapping[str, Any] = _PARAMETERS
+
     def __init__(
         self,
         config: AgentConfig,
@@ -187,18 +191,6 @@ class SubagentDelegateTool:
         self._timeout = (
             config.delegate_timeout_seconds if timeout_seconds is None else timeout_seconds
         )
-
-    @property
-    def name(self) -> str:
-        return SUBAGENT_DELEGATE
-
-    @property
-    def description(self) -> str:
-        return _DESCRIPTION
-
-    @property
-    def parameters(self) -> Mapping[str, Any]:
-        return _PARAMETERS
 
     async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
         """Validates, queues, runs and reports one child; never raises for child failure."""

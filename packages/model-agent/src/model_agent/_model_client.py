@@ -15,6 +15,7 @@ from subagent_core import CancelSignal
 
 from ._config import ModelEndpoint
 from ._events import AgentObserver, ReasoningDelta, Retrying, TextDelta
+from ._race import unless_cancelled
 from ._round import ModelRound, RoundAccumulator, StreamFormatError
 from ._transport import AttemptFailure, HTTPTransport
 
@@ -178,13 +179,8 @@ class ModelClient:
 
     async def _wait(self, delay: float, cancel: CancelSignal) -> bool:
         """Waits `delay` unless cancelled first; True when the wait ran out (go on)."""
-        finished = False
-        async with anyio.create_task_group() as group:
-            group.start_soon(_cancel_on_signal, cancel, group.cancel_scope)
-            await self._sleep(delay)
-            finished = not cancel.cancelled
-            group.cancel_scope.cancel()
-        return finished
+        finished = await unless_cancelled(cancel, lambda: self._sleep(delay))
+        return finished and not cancel.cancelled
 
 
 async def _cancel_on_signal(cancel: CancelSignal, scope: anyio.CancelScope) -> None:

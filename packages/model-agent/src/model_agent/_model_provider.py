@@ -39,6 +39,7 @@ from subagent_core import (
 from ._config import AgentConfig
 from ._events import AgentEvent, AgentObserver, TextDelta, ToolStarted
 from ._owner_task import spawn_owner
+from ._race import unless_cancelled
 
 if TYPE_CHECKING:
     from ._agent import AgentResult
@@ -189,17 +190,10 @@ class ModelRun(SubagentRun):
                 if self._owner is None:
                     # No asyncio loop: the caller drives the child (it settles on its end).
                     await self._own()
-        if self._settled is None:
-            async with anyio.create_task_group() as race:
-
-                async def settle_on_cancel() -> None:
-                    await self._request_cancel.wait()
-                    self._stop.cancel()
-                    self._settle_aborted()
-
-                race.start_soon(settle_on_cancel)
-                await self._settled_event.wait()
-                race.cancel_scope.cancel()
+        if self._settled is None and not await unless_cancelled(
+            self._request_cancel, self._settled_event.wait
+        ):
+            self._abort()
         assert self._settled is not None
         return self._settled
 
@@ -211,12 +205,11 @@ class ModelRun(SubagentRun):
             with self._owner_scope:
                 async with anyio.create_task_group() as link:
 
-                    async def forward_cancel() -> None:
+                    async def abort_on_cancel() -> None:
                         await self._request_cancel.wait()
-                        self._stop.cancel()
-                        self._settle_aborted()
+                        self._abort()
 
-                    link.start_soon(forward_cancel)
+                    link.start_soon(abort_on_cancel)
                     outcome = await self._agent.run(self._prompt, self._stop)
                     link.cancel_scope.cancel()
             if outcome is not None:
@@ -241,6 +234,11 @@ class ModelRun(SubagentRun):
             self._settled = result
             self._settled_event.set()
 
+    def _abort(self) -> None:
+        """A local cancel: ask the child to stop and settle `aborted` now."""
+        self._stop.cancel()
+        self._settle_aborted()
+
     def _settle_aborted(self) -> None:
         self._settle(SubagentResult(stop_reason="aborted", output=self._shown.text))
 
@@ -255,8 +253,7 @@ class ModelRun(SubagentRun):
                 if self._disposed:
                     return self._dispose_outcome
                 self._disposed = True
-                self._stop.cancel()
-                self._settle_aborted()
+                self._abort()
                 if self._child_running and not self._finished.is_set():
                     with anyio.move_on_after(DISPOSE_WAIT_SECONDS):
                         await self._finished.wait()

@@ -34,6 +34,7 @@ from subagent_core import (
 
 from ._output_buffer import HeadTailBuffer
 from ._process_sweep import MARKER_VARIABLE, new_marker, sweep_marked
+from ._race import unless_cancelled
 from ._shell import shell_argv
 from ._tool import RequestContext, ToolOutcome
 
@@ -245,6 +246,10 @@ class ProcessExecuteTool:
     `on_state` sees each state of every call (observability and tests).
     """
 
+    name = PROCESS_EXECUTE
+    description = _DESCRIPTION
+    parameters: Mapping[str, Any] = _PARAMETERS
+
     def __init__(
         self,
         *,
@@ -257,18 +262,6 @@ class ProcessExecuteTool:
         self._term_grace = term_grace_seconds
         self._kill_grace = kill_grace_seconds
         self._on_state = on_state
-
-    @property
-    def name(self) -> str:
-        return PROCESS_EXECUTE
-
-    @property
-    def description(self) -> str:
-        return _DESCRIPTION
-
-    @property
-    def parameters(self) -> Mapping[str, Any]:
-        return _PARAMETERS
 
     def _enter(self, state: ProcessState) -> None:
         if self._on_state is not None:
@@ -412,15 +405,7 @@ class ProcessExecuteTool:
         with anyio.CancelScope(shield=True):
             if reason == "exit":
                 with anyio.move_on_after(self._drain_grace):
-                    async with anyio.create_task_group() as race:
-
-                        async def stop_on_cancel() -> None:
-                            await cancel.wait()
-                            race.cancel_scope.cancel()
-
-                        race.start_soon(stop_on_cancel)
-                        await streams.drained.wait()
-                        race.cancel_scope.cancel()
+                    await unless_cancelled(cancel, streams.drained.wait)
             gone = await proc.terminate(0.0, self._term_grace, self._kill_grace)
             # A `setsid` grandchild orphaned before any snapshot saw it is outside the known
             # tree, whether or not it holds a pipe: every call ends with a sweep for its marker.

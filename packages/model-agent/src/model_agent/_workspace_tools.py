@@ -42,7 +42,37 @@ def _error(message: str) -> ToolOutcome:
     return ToolOutcome(message, is_error=True)
 
 
-class ReadFileTool:
+def _regular_file(path: Path) -> ToolOutcome | None:
+    """The refusal for a path that is not an existing regular file, else None."""
+    if path.is_file():
+        return None
+    return _error("no such file" if not path.exists() else "not a regular file")
+
+
+class _WorkspaceTool:
+    """A workspace tool: `work` runs in a worker thread, so a slow disk never blocks the loop.
+
+    A refused path or argument (`PathRejected`, fixed text) becomes the tool error.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
+        return await anyio.to_thread.run_sync(self._guarded, context.workspace, arguments)
+
+    def _guarded(self, root: Path, arguments: Mapping[str, Any]) -> ToolOutcome:
+        try:
+            return self.work(root, arguments)
+        except PathRejected as error:
+            return _error(str(error))
+
+    def work(self, root: Path, arguments: Mapping[str, Any]) -> ToolOutcome:
+        raise NotImplementedError
+
+
+class ReadFileTool(_WorkspaceTool):
     """Reads a text file of the workspace (undecodable bytes become U+FFFD)."""
 
     name = READ_FILE
@@ -54,29 +84,23 @@ class ReadFileTool:
         "additionalProperties": False,
     }
 
-    async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
-        return await anyio.to_thread.run_sync(_read, context.workspace, arguments)
-
-
-def _read(root: Path, arguments: Mapping[str, Any]) -> ToolOutcome:
-    try:
+    def work(self, root: Path, arguments: Mapping[str, Any]) -> ToolOutcome:
         path = resolve_inside(root, _string(arguments, "path"))
-    except PathRejected as error:
-        return _error(str(error))
-    if not path.is_file():
-        return _error("no such file" if not path.exists() else "not a regular file")
-    try:
-        with path.open("rb") as file:
-            data = file.read(READ_LIMIT_BYTES + 1)
-    except OSError:
-        return _error("the file cannot be read")
-    text = data[:READ_LIMIT_BYTES].decode("utf-8", errors="replace")
-    if len(data) > READ_LIMIT_BYTES:
-        text += f"\n[… file longer than {READ_LIMIT_BYTES} bytes; the rest is omitted …]"
-    return ToolOutcome(text)
+        refusal = _regular_file(path)
+        if refusal is not None:
+            return refusal
+        try:
+            with path.open("rb") as file:
+                data = file.read(READ_LIMIT_BYTES + 1)
+        except OSError:
+            return _error("the file cannot be read")
+        text = data[:READ_LIMIT_BYTES].decode("utf-8", errors="replace")
+        if len(data) > READ_LIMIT_BYTES:
+            text += f"\n[… file longer than {READ_LIMIT_BYTES} bytes; the rest is omitted …]"
+        return ToolOutcome(text)
 
 
-class ListDirectoryTool:
+class ListDirectoryTool(_WorkspaceTool):
     """Lists a directory of the workspace; directories end with `/`."""
 
     name = LIST_DIRECTORY
@@ -87,28 +111,21 @@ class ListDirectoryTool:
         "additionalProperties": False,
     }
 
-    async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
-        return await anyio.to_thread.run_sync(_list, context.workspace, arguments)
-
-
-def _list(root: Path, arguments: Mapping[str, Any]) -> ToolOutcome:
-    try:
+    def work(self, root: Path, arguments: Mapping[str, Any]) -> ToolOutcome:
         path = resolve_inside(root, _string(arguments, "path", default="."))
-    except PathRejected as error:
-        return _error(str(error))
-    if not path.is_dir():
-        return _error("no such directory" if not path.exists() else "not a directory")
-    try:
-        entries = sorted(os.scandir(path), key=lambda entry: entry.name)
-    except OSError:
-        return _error("the directory cannot be listed")
-    names = [entry.name + ("/" if entry.is_dir() else "") for entry in entries[:LIST_LIMIT]]
-    if len(entries) > LIST_LIMIT:
-        names.append(f"[… {len(entries) - LIST_LIMIT} more entries omitted …]")
-    return ToolOutcome("\n".join(names) if names else "(empty directory)")
+        if not path.is_dir():
+            return _error("no such directory" if not path.exists() else "not a directory")
+        try:
+            entries = sorted(os.scandir(path), key=lambda entry: entry.name)
+        except OSError:
+            return _error("the directory cannot be listed")
+        names = [entry.name + ("/" if entry.is_dir() else "") for entry in entries[:LIST_LIMIT]]
+        if len(entries) > LIST_LIMIT:
+            names.append(f"[… {len(entries) - LIST_LIMIT} more entries omitted …]")
+        return ToolOutcome("\n".join(names) if names else "(empty directory)")
 
 
-class SearchTextTool:
+class SearchTextTool(_WorkspaceTool):
     """Finds lines containing a plain substring in the workspace's text files."""
 
     name = SEARCH_TEXT
@@ -126,39 +143,34 @@ class SearchTextTool:
         "additionalProperties": False,
     }
 
-    async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
-        return await anyio.to_thread.run_sync(_search, context.workspace, arguments)
-
-
-def _search(root: Path, arguments: Mapping[str, Any]) -> ToolOutcome:
-    try:
+    def work(self, root: Path, arguments: Mapping[str, Any]) -> ToolOutcome:
         pattern = _string(arguments, "pattern")
         start = resolve_inside(root, _string(arguments, "path", default="."))
-    except PathRejected as error:
-        return _error(str(error))
-    if not pattern:
-        return _error("argument 'pattern' must not be empty")
-    if not start.exists():
-        return _error("no such file or directory")
-    matches: list[str] = []
-    for file in _walk(root, start):
-        try:
-            if file.stat().st_size > SEARCH_FILE_LIMIT_BYTES:
+        if not pattern:
+            return _error("argument 'pattern' must not be empty")
+        if not start.exists():
+            return _error("no such file or directory")
+        matches: list[str] = []
+        for file in _walk(root, start):
+            try:
+                if file.stat().st_size > SEARCH_FILE_LIMIT_BYTES:
+                    continue
+                data = file.read_bytes()
+            except OSError:
                 continue
-            data = file.read_bytes()
-        except OSError:
-            continue
-        if b"\x00" in data[:8192]:
-            continue
-        text = data.decode("utf-8", errors="replace")
-        for number, line in enumerate(text.splitlines(), start=1):
-            if pattern in line:
-                shown = line if len(line) <= SEARCH_LINE_CHARS else line[:SEARCH_LINE_CHARS] + "…"
-                matches.append(f"{relative_name(root, file)}:{number}: {shown}")
-                if len(matches) >= SEARCH_MATCH_LIMIT:
-                    matches.append(f"[… stopped after {SEARCH_MATCH_LIMIT} matches …]")
-                    return ToolOutcome("\n".join(matches))
-    return ToolOutcome("\n".join(matches) if matches else "no matches")
+            if b"\x00" in data[:8192]:
+                continue
+            text = data.decode("utf-8", errors="replace")
+            for number, line in enumerate(text.splitlines(), start=1):
+                if pattern in line:
+                    shown = (
+                        line if len(line) <= SEARCH_LINE_CHARS else line[:SEARCH_LINE_CHARS] + "…"
+                    )
+                    matches.append(f"{relative_name(root, file)}:{number}: {shown}")
+                    if len(matches) >= SEARCH_MATCH_LIMIT:
+                        matches.append(f"[… stopped after {SEARCH_MATCH_LIMIT} matches …]")
+                        return ToolOutcome("\n".join(matches))
+        return ToolOutcome("\n".join(matches) if matches else "no matches")
 
 
 def _walk(root: Path, start: Path) -> list[Path]:
@@ -176,7 +188,7 @@ def _walk(root: Path, start: Path) -> list[Path]:
     return found
 
 
-class WriteFileTool:
+class WriteFileTool(_WorkspaceTool):
     """Creates or replaces a text file of the workspace (Execute mode only)."""
 
     name = WRITE_FILE
@@ -194,32 +206,23 @@ class WriteFileTool:
         "additionalProperties": False,
     }
 
-    async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
-        return await anyio.to_thread.run_sync(_write, context.workspace, arguments)
-
-
-def _write(root: Path, arguments: Mapping[str, Any]) -> ToolOutcome:
-    try:
+    def work(self, root: Path, arguments: Mapping[str, Any]) -> ToolOutcome:
         path = resolve_inside(root, _string(arguments, "path"))
         content = _string(arguments, "content")
-    except PathRejected as error:
-        return _error(str(error))
-    if path.is_dir():
-        return _error("the path is a directory")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Re-check after creating parents: a racing symlink must not carry the write outside.
-        resolve_inside(root, relative_name(root, path))
-        data = content.encode("utf-8")
-        path.write_bytes(data)
-    except PathRejected as error:
-        return _error(str(error))
-    except OSError:
-        return _error("the file cannot be written")
-    return ToolOutcome(f"wrote {len(data)} bytes to {relative_name(root, path)}")
+        if path.is_dir():
+            return _error("the path is a directory")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Re-check after creating parents: a racing symlink must not carry the write out.
+            resolve_inside(root, relative_name(root, path))
+            data = content.encode("utf-8")
+            path.write_bytes(data)
+        except OSError:
+            return _error("the file cannot be written")
+        return ToolOutcome(f"wrote {len(data)} bytes to {relative_name(root, path)}")
 
 
-class EditFileTool:
+class EditFileTool(_WorkspaceTool):
     """Replaces one exact occurrence of a text in a workspace file (Execute mode only)."""
 
     name = EDIT_FILE
@@ -238,32 +241,26 @@ class EditFileTool:
         "additionalProperties": False,
     }
 
-    async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
-        return await anyio.to_thread.run_sync(_edit, context.workspace, arguments)
-
-
-def _edit(root: Path, arguments: Mapping[str, Any]) -> ToolOutcome:
-    try:
+    def work(self, root: Path, arguments: Mapping[str, Any]) -> ToolOutcome:
         path = resolve_inside(root, _string(arguments, "path"))
         old = _string(arguments, "old_text")
         new = _string(arguments, "new_text")
-    except PathRejected as error:
-        return _error(str(error))
-    if not old:
-        return _error("argument 'old_text' must not be empty")
-    if not path.is_file():
-        return _error("no such file" if not path.exists() else "not a regular file")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        return _error("the file is not UTF-8 text")
-    except OSError:
-        return _error("the file cannot be read")
-    count = text.count(old)
-    if count != 1:
-        return _error(f"old_text occurs {count} times; it must occur exactly once")
-    try:
-        path.write_bytes(text.replace(old, new, 1).encode("utf-8"))
-    except OSError:
-        return _error("the file cannot be written")
-    return ToolOutcome(f"edited {relative_name(root, path)}")
+        if not old:
+            return _error("argument 'old_text' must not be empty")
+        refusal = _regular_file(path)
+        if refusal is not None:
+            return refusal
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            return _error("the file is not UTF-8 text")
+        except OSError:
+            return _error("the file cannot be read")
+        count = text.count(old)
+        if count != 1:
+            return _error(f"old_text occurs {count} times; it must occur exactly once")
+        try:
+            path.write_bytes(text.replace(old, new, 1).encode("utf-8"))
+        except OSError:
+            return _error("the file cannot be written")
+        return ToolOutcome(f"edited {relative_name(root, path)}")
