@@ -15,11 +15,11 @@ from model_agent._activity import ActivityEntry
 from model_agent._agent import Agent, AgentResult
 from model_agent._config import AgentConfig, ModelEndpoint
 from model_agent._delegate_queue import DelegateQueue, delegate_queue
-from model_agent._delegate_tool import SubagentDelegateTool
+from model_agent._delegate_tool import SubagentDelegateTool, outcome_of
 from model_agent._events import AgentEvent, ChildEnded, ChildStarted, ToolStarted
 from model_agent._tool import Mode, RequestContext, ToolOutcome
 from model_agent.testing import ScriptedModelServer, open_scripted_model_server
-from subagent_core import CancelSignal
+from subagent_core import CancelSignal, SubagentResult
 from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
 
 READ_TOOLS = ["read_file", "list_directory", "search_text"]
@@ -601,3 +601,43 @@ async def test_parent_cancel_reaches_queued_and_running_children(workspace: Path
         ("subagent run was cancelled before it started", 0),
     ]
     assert all(results[n].status == "cancelled" for n in range(parents))
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param({"text": "half done", "error": {"message": "SECRET in-band"}}, id="in-band"),
+        pytest.param({"text": "half done", "drop": "after-text"}, id="cut-after-text"),
+    ],
+)
+async def test_a_child_failing_after_text_is_failed_with_its_partial_output_and_no_server_text(
+    workspace: Path, failure: dict[str, Any]
+) -> None:
+    rules = [
+        {"match": "[parent]", "replies": [delegate("[child] work"), answer("ok")]},
+        {"match": "[child]", "replies": [failure]},
+        {"match": "[child]", "replies": [{"status": 500, "body": {"error": "SECRET body"}}]},
+    ]
+    async with open_scripted_model_server({"rules": rules}) as server:
+        with anyio.fail_after(30):
+            result = await Agent(config(server, workspace)).run("[parent] go")
+        assert len(requests_of(server, "[child]")) == 1
+    (call,) = tool_entries(result)
+    assert json.loads(call.text or "") == {
+        "status": "failed",
+        "output": "half done",
+        "error": "subagent run failed",
+    }
+    assert child_entries(result)[-1] == ("child-ended", "helper", "failed", "half done")
+    assert "SECRET" not in repr(result)
+
+
+def test_a_diagnostic_follows_the_headline_and_the_output_stays_apart() -> None:
+    result = SubagentResult(stop_reason="aborted", output="partial", diagnostic="remote abort")
+    outcome = outcome_of(result)
+    assert outcome.is_error is True
+    assert json.loads(outcome.content) == {
+        "status": "failed",
+        "output": "partial",
+        "error": "subagent run was cancelled\nDiagnostic: remote abort",
+    }
