@@ -493,3 +493,15 @@ async def test_a_tool_that_raises_fails_the_run_without_its_exception_text(
         "tool call failed with an internal error",
     ]
     assert "tool broken raised" in caplog.text
+
+
+def test_phase_timeouts_and_retry_statuses_default_to_the_spec() -> None:
+    timeouts = ModelEndpoint().timeouts
+    assert (
+        timeouts.connect_seconds,
+        timeouts.first_byte_seconds,
+        timeouts.idle_seconds,
+        timeouts.total_seconds,
+    ) == (10.0, 60.0, 60.0, 600.0)
+    assert ModelEndpoint().retry_statuses == frozenset()
+    assert ModelEndpoint().model == "deepseek-chat"

@@ -641,3 +641,27 @@ def test_a_diagnostic_follows_the_headline_and_the_output_stays_apart() -> None:
         "output": "partial",
         "error": "subagent run was cancelled\nDiagnostic: remote abort",
     }
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell command")
+async def test_an_approved_execute_child_runs_its_command_without_asking_again(
+    workspace: Path,
+) -> None:
+    asked: list[str] = []
+
+    async def approve(name: str, arguments: Any) -> bool:
+        asked.append(name)
+        return True
+
+    run_it = {"tool_calls": [{"name": "process_execute", "arguments": {"command": "touch ran"}}]}
+    rules = [
+        {"match": "[parent]", "replies": [delegate("[child] act"), answer("ok")]},
+        {"match": "[child]", "replies": [run_it, answer("did it")]},
+    ]
+    async with open_scripted_model_server({"rules": rules}) as server:
+        with anyio.fail_after(30):
+            result = await Agent(config(server, workspace, approve=approve)).run("[parent] go")
+    assert asked == ["subagent_delegate"]
+    assert (workspace / "ran").exists()
+    (call,) = tool_entries(result)
+    assert json.loads(call.text or "")["output"] == "did it"
