@@ -390,3 +390,27 @@ def test_without_a_message_the_output_is_the_deltas_after_the_receipt() -> None:
     transcript.feed(_message("root", ""))
     assert transcript.output == "late"
     assert transcript.turn_end is None
+
+
+async def test_prompts_to_one_session_queue_and_sessions_are_independent(
+    fake_client: Callable[..., SDKClient],
+) -> None:
+    transcripts: dict[str, RunTranscript] = {}
+    with anyio.fail_after(20):
+        async with fake_client(FakeScript(text="queued answer", deltas=3)) as client:
+
+            async def run(name: str, session: str) -> None:
+                transcripts[name] = await client.run_prompt(session, name)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run, "first", "session-q")
+                tg.start_soon(run, "second", "session-q")
+                tg.start_soon(run, "other", "session-o")
+    # Each run saw its own whole turn: its receipt, three deltas, message, turn end, idle.
+    for transcript in transcripts.values():
+        assert transcript.finished
+        assert transcript.output == "queued answer"
+        assert transcript.deltas == ["queue", "d ans", "wer"]
+        assert transcript.turn_end is not None
+        assert transcript.turn_end.kind == "completed"
+    assert len({t.message_id for t in transcripts.values()}) == 3
