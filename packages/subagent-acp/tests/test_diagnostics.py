@@ -78,12 +78,15 @@ async def test_max_turn_requests_is_a_remote_limit(make_config, run_once) -> Non
     )
 
 
-async def test_command_not_found_is_a_start_error(make_config, tmp_path) -> None:
-    config = make_config(command=str(tmp_path / "no-such-agent"), args=[])
-    error = await start_error(config)
+@pytest.mark.parametrize("kind", ["missing", "not-executable"])
+async def test_command_not_found_is_a_start_error(make_config, tmp_path, kind: str) -> None:
+    command = tmp_path / "acp-agent"
+    if kind == "not-executable":
+        command.write_text("#!/bin/sh\nexit 0\n", "utf-8")
+        command.chmod(0o644)
+    error = await start_error(make_config(command=str(command), args=[]))
     expected = "Subagent failure (provider: acp; stage: process; category: process-start)"
-    assert error.diagnostic == expected
-    assert str(error) == expected
+    assert (str(error), error.diagnostic) == (expected, expected)
     assert any(isinstance(cause, SpawnError) for cause in causes(error))
 
 

@@ -566,19 +566,6 @@ async def test_broken_pipe_to_a_live_child_is_prompt_transport(make_config, run_
     assert disposed is None
 
 
-@pytest.mark.parametrize("kind", ["missing", "not-executable"])
-async def test_missing_command_is_process_start(make_config, tmp_path: Path, kind: str) -> None:
-    command = tmp_path / "acp-agent"
-    if kind == "not-executable":
-        command.write_text("#!/bin/sh\nexit 0\n", "utf-8")
-        command.chmod(0o644)
-    registry = registry_with(make_config(command=str(command), args=[]))
-    with anyio.fail_after(30), pytest.raises(SubagentStartError) as caught:
-        await registry.start("acp", SubagentRequest(prompt="go"))
-    expected = "Subagent failure (provider: acp; stage: process; category: process-start)"
-    assert (str(caught.value), caught.value.diagnostic) == (expected, expected)
-
-
 # -- registry -----------------------------------------------------------------------------------
 
 
