@@ -347,7 +347,7 @@ async def test_a_cancelled_child_command_is_torn_down_by_dispose(
         assert server.request_count == 1
     assert result == SubagentResult(stop_reason="aborted", output="", diagnostic=None)
     assert disposed is None
-    pid = int((workspace / "pid").read_text())
+    pid = int((workspace / "pid").read_text(encoding="ascii"))
     assert not _alive(pid)
     assert len(process_leak_guard) == 1
 
