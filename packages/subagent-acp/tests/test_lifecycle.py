@@ -174,6 +174,22 @@ async def test_bad_request_cwd_fails_before_spawn(make_config, tmp_path: Path, k
     )
 
 
+async def test_configured_cwd_that_vanished_fails_before_spawn(make_config, tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    registry = registry_with(make_config(cwd=workspace))
+    workspace.rmdir()
+    with (
+        anyio.fail_after(30),
+        track_spawns() as spawned,
+        pytest.raises(SubagentStartError) as caught,
+    ):
+        await registry.start("acp", SubagentRequest(prompt="go", cwd=tmp_path))
+    assert spawned == []
+    expected = "Subagent failure (provider: acp; stage: initialize; category: configuration)"
+    assert (str(caught.value), caught.value.diagnostic) == (expected, expected)
+
+
 @pytest.mark.skipif(
     sys.platform == "win32" or os.geteuid() == 0, reason="root passes every access check"
 )
