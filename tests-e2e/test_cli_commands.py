@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+from harness._scenario_bodies import SECRET
 from subagent_core import child_env, open_managed_process
 
 
@@ -33,19 +34,62 @@ async def _harness(args: list[str], *, cwd: Path | None = None) -> tuple[int | N
     return outcome.exit_code, out.decode(), err.decode()
 
 
+def _table_rows(out: str) -> dict[str, list[str]]:
+    """The result table's rows by scenario: each cell's wrapped lines joined back together."""
+    rows: dict[str, list[str]] = {}
+    cells: list[list[str]] = []
+
+    def flush() -> None:
+        if cells:
+            joined = [
+                " ".join(part for part in column if part) for column in zip(*cells, strict=True)
+            ]
+            rows[joined[0]] = joined[1:]
+            cells.clear()
+
+    for line in out.splitlines():
+        if line.startswith("│"):
+            cells.append([cell.strip() for cell in line.split("│")[1:-1]])
+        elif line.startswith(("├", "└")):
+            flush()
+    return rows
+
+
 async def test_demo_exits_0_with_every_scenario_matched(tmp_path: Path) -> None:
     with anyio.fail_after(180):
         code, out, err = await _harness(["demo", "--no-live"], cwd=tmp_path)
-    assert code == 0, err
-    for row in (
-        "agent: command + in-process child",
-        "acp: fake ACP child",
-        "acp: harness acp-agent",
-        "sdk: fake SDK runtime",
-        "sdk: harness sdk-runtime",
-    ):
-        assert row in out
-    assert "5/5 scenarios matched" in out
+    assert code == 0, out + err
+    rows = _table_rows(out)
+    assert rows == {
+        "agent: command + in-process child": [
+            "completed",
+            "The command printed harness-demo-ok and the child confirmed it.",
+            "—",
+            "yes",
+        ],
+        "acp: fake ACP child": ["completed", "Hello from the fake ACP child.", "—", "yes"],
+        "acp: harness acp-agent": ["completed", "Hello over ACP from harness.", "—", "yes"],
+        "sdk: fake SDK runtime": ["completed", "Hello from the fake SDK runtime.", "—", "yes"],
+        "sdk: harness sdk-runtime": ["completed", "Hello over the SDK protocol.", "—", "yes"],
+        "acp: child crashes mid-prompt, secret on stderr": [
+            "error",
+            "Working on it",
+            "Subagent failure (provider: acp; stage: process; category: process-exit; "
+            "exit code: 3)",
+            "yes",
+        ],
+        "sdk: sdk-runtime turn fails, secret in model error": [
+            "error",
+            "",
+            "Subagent failure (provider: dsh-sdk; stage: session-run; category: child-error; "
+            "stop reason: error)",
+            "yes",
+        ],
+        "acp: cancel stops the child's command": ["aborted", "", "—", "yes"],
+    }
+    assert "8/8 scenarios matched" in out
+    assert SECRET not in out
+    assert SECRET not in err
 
 
 async def test_providers_checks_each_one(tmp_path: Path) -> None:

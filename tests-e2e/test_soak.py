@@ -20,7 +20,7 @@ from typing import Any, Literal
 import anyio
 import psutil
 import pytest
-from harness._scenario_bodies import acp_agent_provider, sdk_runtime_provider
+from harness._scenario_kit import acp_agent_provider, sdk_runtime_provider
 from harness._scenarios import SHORT_GRACES, ScenarioContext
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_acp.testing import script_env

@@ -6,6 +6,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TypedDict
 
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_core import SubagentProvider, SubagentRegistry
@@ -67,40 +68,46 @@ def build_provider(
         UsageError: a `model` provider without a usable endpoint.
     """
     if settings.kind == "acp":
-        assert settings.command is not None
-        return ACPProvider(
-            ACPConfig(
-                provider_name=settings.name,
-                command=settings.command,
-                args=list(settings.args),
-                cwd=settings.cwd,
-                permission=settings.permission,
-                env=dict(settings.env),
-                dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
-                dispose_grace_seconds=settings.dispose_grace_seconds,
-                dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
-            )
-        )
+        return ACPProvider(ACPConfig(**_process_fields(settings), permission=settings.permission))
     if settings.kind == "sdk":
-        assert settings.command is not None
         return SDKProvider(
             SDKConfig(
-                provider_name=settings.name,
-                command=settings.command,
-                args=list(settings.args),
-                cwd=settings.cwd,
+                **_process_fields(settings),
                 provider=settings.sdk_provider,
                 model=settings.sdk_model,
                 max_tokens=settings.max_tokens,
-                env=dict(settings.env),
-                dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
-                dispose_grace_seconds=settings.dispose_grace_seconds,
-                dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
             )
         )
     from ._model_provider import model_provider
 
     return model_provider(settings, endpoint=endpoint, workspace=workspace)
+
+
+class _ProcessFields(TypedDict):
+    """What ACPConfig and SDKConfig share: the child's command line, place and teardown."""
+
+    provider_name: str
+    command: str
+    args: list[str]
+    cwd: Path | None
+    env: dict[str, str | None]
+    dispose_eof_grace_seconds: float
+    dispose_grace_seconds: float
+    dispose_kill_grace_seconds: float
+
+
+def _process_fields(settings: ProviderSettings) -> _ProcessFields:
+    assert settings.command is not None  # the config loader requires it for acp and sdk
+    return _ProcessFields(
+        provider_name=settings.name,
+        command=settings.command,
+        args=list(settings.args),
+        cwd=settings.cwd,
+        env=dict(settings.env),
+        dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
+        dispose_grace_seconds=settings.dispose_grace_seconds,
+        dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
+    )
 
 
 def build_registry(

@@ -1,31 +1,30 @@
-"""The scenario bodies (imports the providers and model-agent; loaded only to run them)."""
+"""The demo and end-to-end scenario bodies (imports the providers and model-agent).
+
+The demo shows the happy paths and the safety: a crashing child, a failed turn and a cancel
+each end with their exact safe diagnostic (or none), and what the children wrote on stderr or
+put in error messages reaches no row.
+"""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import anyio
 from model_agent import Agent, AgentEvent, ChildEnded, ToolEnded
-from subagent_acp import ACPConfig, ACPProvider
-from subagent_core import (
-    CancelSignal,
-    StopReason,
-    SubagentProvider,
-    SubagentRegistry,
-    SubagentRequest,
-    SubagentResult,
-    SubagentStartError,
-)
-from subagent_sdk import SDKConfig, SDKProvider
+from subagent_core import CancelSignal, StopReason, SubagentResult
 
 from ._agent_factory import agent_config
-from ._config import API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
+from ._config import DEFAULT_MODEL
 from ._endpoint import ResolvedEndpoint
-from ._providers import HARNESS_ARGV
+from ._scenario_kit import (
+    acp_agent_provider,
+    leaked_text,
+    process_left,
+    run_child,
+    sdk_runtime_provider,
+    self_provider,
+    wait_for_file,
+)
 from ._scenarios import Expectation, Scenario, ScenarioContext
 
 _AGENT_STATUS: dict[str, StopReason] = {
@@ -35,133 +34,17 @@ _AGENT_STATUS: dict[str, StopReason] = {
     "cancelled": "aborted",
 }
 ACP_FAILURE = "Subagent failure (provider: acp; stage: prompt; category: transport)"
+ACP_CRASH = "Subagent failure (provider: acp; stage: process; category: process-exit; exit code: 3)"
 SDK_FAILURE = (
     "Subagent failure (provider: dsh-sdk; stage: session-run; category: child-error; "
     "stop reason: error)"
 )
-PROOF_TEXT = "ACP_CHILD_WAS_HERE"
+SECRET = "DEMO-SECRET-7c1f9e"
+"""Stands for a token a child leaks on stderr or in an error message; it must reach no row."""
+CHILD_STDERR = "child-stderr.log"
 
-
-# -- building blocks ----------------------------------------------------------------------
-
-
-def acp_agent_provider(
-    context: ScenarioContext,
-    *,
-    name: str = "acp",
-    permission: Literal["allow", "reject"] = "reject",
-    extra_args: tuple[str, ...] = (),
-    env: dict[str, str] | None = None,
-    base_url: str | None = None,
-) -> ACPProvider:
-    """`harness acp-agent` as an ACP child, backed by the scenario's model endpoint."""
-    command, *prefix = HARNESS_ARGV
-    eof, term, kill = context.graces
-    return ACPProvider(
-        ACPConfig(
-            provider_name=name,
-            command=command,
-            args=[*prefix, "acp-agent", "--base-url", base_url or context.base_url, *extra_args],
-            permission=permission,
-            env=env or {},
-            dispose_eof_grace_seconds=eof,
-            dispose_grace_seconds=term,
-            dispose_kill_grace_seconds=kill,
-        )
-    )
-
-
-def sdk_runtime_provider(
-    context: ScenarioContext,
-    *,
-    name: str = "dsh-sdk",
-    extra_args: tuple[str, ...] = (),
-    env: dict[str, str] | None = None,
-    base_url: str | None = None,
-) -> SDKProvider:
-    """`harness sdk-runtime` as an SDK child, backed by the scenario's model endpoint."""
-    command, *prefix = HARNESS_ARGV
-    eof, term, kill = context.graces
-    return SDKProvider(
-        SDKConfig(
-            provider_name=name,
-            command=command,
-            args=[*prefix, "sdk-runtime", "--base-url", base_url or context.base_url, *extra_args],
-            env=env or {},
-            dispose_eof_grace_seconds=eof,
-            dispose_grace_seconds=term,
-            dispose_kill_grace_seconds=kill,
-        )
-    )
-
-
-def fake_acp_provider(context: ScenarioContext, env: dict[str, str]) -> ACPProvider:
-    """`harness fake-acp-child` driven by its scenario environment."""
-    command, *prefix = HARNESS_ARGV
-    eof, term, kill = context.graces
-    return ACPProvider(
-        ACPConfig(
-            provider_name="acp-fake",
-            command=command,
-            args=[*prefix, "fake-acp-child"],
-            env=env,
-            dispose_eof_grace_seconds=eof,
-            dispose_grace_seconds=term,
-            dispose_kill_grace_seconds=kill,
-        )
-    )
-
-
-async def run_child(
-    provider: SubagentProvider,
-    prompt: str,
-    context: ScenarioContext,
-    *,
-    cancel_when: Callable[[], Awaitable[None]] | None = None,
-) -> SubagentResult:
-    """One run through a registry; a start error becomes an `error` row with its diagnostic.
-
-    `cancel_when`, if given, is awaited after start; when it returns the run is cancelled.
-    """
-    registry = SubagentRegistry()
-    registry.register(provider)
-    cancel = CancelSignal()
-    request = SubagentRequest(prompt=prompt, cwd=context.workspace, cancel=cancel)
-    try:
-        run = await registry.start(provider.name, request)
-    except SubagentStartError as error:
-        return SubagentResult(stop_reason="error", diagnostic=str(error))
-    async with run:
-        if cancel_when is None:
-            return await run.result()
-        result: SubagentResult | None = None
-        async with anyio.create_task_group() as tg:
-
-            async def trigger() -> None:
-                await cancel_when()
-                cancel.cancel()
-
-            tg.start_soon(trigger)
-            result = await run.result()
-            tg.cancel_scope.cancel()
-        assert result is not None
-        return result
-
-
-async def wait_for_file(path: Path) -> None:
-    """Returns once `path` exists (a marker a child writes; bounded by the caller)."""
-    apath = anyio.Path(path)
-    # Another process creates the file: there is no in-process event to wait on.
-    while not await apath.exists():  # noqa: ASYNC110
-        await anyio.sleep(0.02)
-
-
-def _endpoint(base_url: str, *, real: bool) -> ResolvedEndpoint:
-    if real:
-        return ResolvedEndpoint(
-            base_url=DEFAULT_BASE_URL, model=DEFAULT_MODEL, api_key=os.environ.get(API_KEY_ENV)
-        )
-    return ResolvedEndpoint(base_url=base_url, model=DEFAULT_MODEL, api_key=None)
+Body = Callable[[ScenarioContext], Awaitable[SubagentResult]]
+Check = Callable[[ScenarioContext, SubagentResult], str | None]
 
 
 # -- the in-process agent -----------------------------------------------------------------
@@ -199,7 +82,9 @@ _AGENT_RULES: list[dict[str, Any]] = [
 async def _agent_body(context: ScenarioContext) -> SubagentResult:
     events: list[AgentEvent] = []
     config = agent_config(
-        _endpoint(context.base_url, real=False), workspace=context.workspace, mode="execute"
+        ResolvedEndpoint(base_url=context.base_url, model=DEFAULT_MODEL, api_key=None),
+        workspace=context.workspace,
+        mode="execute",
     )
     agent = Agent(config, observer=events.append)
     result = await agent.run(
@@ -219,111 +104,90 @@ async def _agent_body(context: ScenarioContext) -> SubagentResult:
     return SubagentResult(stop_reason=stop, output=result.output)
 
 
-# -- scenarios ----------------------------------------------------------------------------
-
-
-async def _acp_self(context: ScenarioContext) -> SubagentResult:
-    return await run_child(
-        acp_agent_provider(context, extra_args=("--mode", "ask")),
-        "DEMO-ACP: say hello",
-        context,
-    )
-
-
-async def _sdk_self(context: ScenarioContext) -> SubagentResult:
-    return await run_child(
-        sdk_runtime_provider(context, extra_args=("--mode", "ask")),
-        "DEMO-SDK: say hello",
-        context,
-    )
+# -- happy paths --------------------------------------------------------------------------
 
 
 async def _acp_fake(context: ScenarioContext) -> SubagentResult:
     from subagent_acp.testing import script_env
 
     env = script_env({"text": "Hello from the fake ACP child.", "chunks": 3})
-    return await run_child(fake_acp_provider(context, env), "say hello", context)
+    provider = self_provider(context, "acp", "acp-fake", "fake-acp-child", env=env)
+    return await run_child(provider, "say hello", context)
+
+
+async def _acp_self(context: ScenarioContext) -> SubagentResult:
+    provider = acp_agent_provider(context, extra_args=("--mode", "ask"))
+    return await run_child(provider, "DEMO-ACP: say hello", context)
 
 
 async def _sdk_fake(context: ScenarioContext) -> SubagentResult:
     from subagent_sdk.testing import FakeScript
 
     script = FakeScript(text="Hello from the fake SDK runtime.", deltas=3)
-    command, *prefix = HARNESS_ARGV
-    eof, term, kill = context.graces
-    provider = SDKProvider(
-        SDKConfig(
-            provider_name="dsh-sdk-fake",
-            command=command,
-            args=[*prefix, "fake-sdk-runtime", "--json", script.to_json()],
-            dispose_eof_grace_seconds=eof,
-            dispose_grace_seconds=term,
-            dispose_kill_grace_seconds=kill,
-        )
+    provider = self_provider(
+        context, "sdk", "dsh-sdk-fake", "fake-sdk-runtime", "--json", script.to_json()
     )
     return await run_child(provider, "say hello", context)
 
 
-def demo() -> list[Scenario]:
-    """The demo rows."""
-    return [
-        Scenario(
-            name="agent: command + in-process child",
-            rules=_AGENT_RULES,
-            body=_agent_body,
-            expect=Expectation(stop_reason="completed", output_contains="harness-demo-ok"),
-        ),
-        Scenario(
-            name="acp: fake ACP child",
-            rules=[],
-            body=_acp_fake,
-            expect=Expectation(
-                stop_reason="completed", output_contains="Hello from the fake ACP child."
-            ),
-        ),
-        Scenario(
-            name="acp: harness acp-agent",
-            rules=[
-                {
-                    "match": "DEMO-ACP",
-                    "replies": [{"text": "Hello over ACP from harness.", "chunks": 4}],
-                }
-            ],
-            body=_acp_self,
-            expect=Expectation(
-                stop_reason="completed", output_contains="Hello over ACP from harness."
-            ),
-        ),
-        Scenario(
-            name="sdk: fake SDK runtime",
-            rules=[],
-            body=_sdk_fake,
-            expect=Expectation(
-                stop_reason="completed", output_contains="Hello from the fake SDK runtime."
-            ),
-        ),
-        Scenario(
-            name="sdk: harness sdk-runtime",
-            rules=[
-                {
-                    "match": "DEMO-SDK",
-                    "replies": [{"text": "Hello over the SDK protocol.", "chunks": 4}],
-                }
-            ],
-            body=_sdk_self,
-            expect=Expectation(
-                stop_reason="completed", output_contains="Hello over the SDK protocol."
-            ),
-        ),
-    ]
+async def _sdk_self(context: ScenarioContext) -> SubagentResult:
+    provider = sdk_runtime_provider(context, extra_args=("--mode", "ask"))
+    return await run_child(provider, "DEMO-SDK: say hello", context)
 
 
-async def _acp_fail(context: ScenarioContext) -> SubagentResult:
-    return await run_child(acp_agent_provider(context), "E2E-ACP-FAIL: anything", context)
+def _completes(name: str, body: Body, text: str, rules: list[dict[str, Any]]) -> Scenario:
+    return Scenario(
+        name=name,
+        rules=rules,
+        body=body,
+        expect=Expectation(stop_reason="completed", output_contains=text),
+    )
+
+
+def _says(token: str, text: str) -> list[dict[str, Any]]:
+    return [{"match": token, "replies": [{"text": text, "chunks": 4}]}]
+
+
+# -- safety -------------------------------------------------------------------------------
+
+
+async def _acp_crash(context: ScenarioContext) -> SubagentResult:
+    """The fake ACP child streams, writes a secret to stderr, then exits 3 mid-prompt."""
+    from subagent_acp.testing import script_env
+
+    env = script_env(
+        {
+            "text": "Working on it",
+            "stderr": {"text": f"fatal: token={SECRET}\n", "bytes": 4096},
+            "crash": {"at": "after_prompt_output", "exit_code": 3},
+        }
+    )
+    provider = self_provider(
+        context,
+        "acp",
+        "acp",
+        "fake-acp-child",
+        env=env,
+        stderr_to=context.workspace / CHILD_STDERR,
+    )
+    return await run_child(provider, "DEMO-CRASH: start", context)
+
+
+def _crash_check(context: ScenarioContext, result: SubagentResult) -> str | None:
+    written = (context.workspace / CHILD_STDERR).read_text(encoding="utf-8", errors="replace")
+    if SECRET not in written:
+        return "the child did not write its secret to stderr"
+    return leaked_text(SECRET, result)
 
 
 async def _sdk_fail(context: ScenarioContext) -> SubagentResult:
-    return await run_child(sdk_runtime_provider(context), "E2E-SDK-FAIL: anything", context)
+    return await run_child(sdk_runtime_provider(context), "DEMO-FAILING-TURN: anything", context)
+
+
+def _sdk_fail_rules() -> list[dict[str, Any]]:
+    """The model refuses the request with an error message carrying the secret."""
+    body = {"error": {"message": f"invalid api key {SECRET}", "type": "invalid_request_error"}}
+    return [{"match": "DEMO-FAILING-TURN", "replies": [{"status": 400, "body": body}]}]
 
 
 def _hang_rules(token: str) -> list[dict[str, Any]]:
@@ -347,30 +211,92 @@ def _hang_rules(token: str) -> list[dict[str, Any]]:
     ]
 
 
+ACP_CANCEL_MARKER = "demo-cancel-started"
+SDK_CANCEL_MARKER = "e2e-sdk-cancel-started"
+
+
 async def _acp_cancel(context: ScenarioContext) -> SubagentResult:
     provider = acp_agent_provider(context, extra_args=("--no-ask-permission",))
-    marker = context.workspace / "e2e-acp-cancel-started"
     return await run_child(
         provider,
-        "E2E-ACP-CANCEL: run a long command",
+        "DEMO-CANCEL: run a long command",
         context,
-        cancel_when=lambda: wait_for_file(marker),
+        cancel_when=lambda: wait_for_file(context.workspace / ACP_CANCEL_MARKER),
     )
 
 
 async def _sdk_cancel(context: ScenarioContext) -> SubagentResult:
-    provider = sdk_runtime_provider(context)
-    marker = context.workspace / "e2e-sdk-cancel-started"
     return await run_child(
-        provider,
+        sdk_runtime_provider(context),
         "E2E-SDK-CANCEL: run a long command",
         context,
-        cancel_when=lambda: wait_for_file(marker),
+        cancel_when=lambda: wait_for_file(context.workspace / SDK_CANCEL_MARKER),
     )
 
 
+def _command_gone(marker: str) -> Check:
+    def check(context: ScenarioContext, result: SubagentResult) -> str | None:
+        return process_left(context.workspace / marker)
+
+    return check
+
+
+async def _acp_fail(context: ScenarioContext) -> SubagentResult:
+    return await run_child(acp_agent_provider(context), "E2E-ACP-FAIL: anything", context)
+
+
+# -- the tables -----------------------------------------------------------------------------
+
+
+def demo() -> list[Scenario]:
+    """The demo rows: every way of delegating, then what the product does when things fail."""
+    return [
+        Scenario(
+            name="agent: command + in-process child",
+            rules=_AGENT_RULES,
+            body=_agent_body,
+            expect=Expectation(stop_reason="completed", output_contains="harness-demo-ok"),
+        ),
+        _completes("acp: fake ACP child", _acp_fake, "Hello from the fake ACP child.", []),
+        _completes(
+            "acp: harness acp-agent",
+            _acp_self,
+            "Hello over ACP from harness.",
+            _says("DEMO-ACP", "Hello over ACP from harness."),
+        ),
+        _completes("sdk: fake SDK runtime", _sdk_fake, "Hello from the fake SDK runtime.", []),
+        _completes(
+            "sdk: harness sdk-runtime",
+            _sdk_self,
+            "Hello over the SDK protocol.",
+            _says("DEMO-SDK", "Hello over the SDK protocol."),
+        ),
+        Scenario(
+            name="acp: child crashes mid-prompt, secret on stderr",
+            rules=[],
+            body=_acp_crash,
+            expect=Expectation(stop_reason="error", diagnostic=ACP_CRASH),
+            extra_check=_crash_check,
+        ),
+        Scenario(
+            name="sdk: sdk-runtime turn fails, secret in model error",
+            rules=_sdk_fail_rules(),
+            body=_sdk_fail,
+            expect=Expectation(stop_reason="error", diagnostic=SDK_FAILURE),
+            extra_check=lambda context, result: leaked_text(SECRET, result),
+        ),
+        Scenario(
+            name="acp: cancel stops the child's command",
+            rules=_hang_rules("DEMO-CANCEL"),
+            body=_acp_cancel,
+            expect=Expectation(stop_reason="aborted"),
+            extra_check=_command_gone(ACP_CANCEL_MARKER),
+        ),
+    ]
+
+
 def failures() -> list[Scenario]:
-    """Scripted model failures and cancels over both wires."""
+    """More failure and cancel paths for `harness e2e` (the demo has the others)."""
     return [
         Scenario(
             name="acp: acp-agent model failure",
@@ -379,160 +305,10 @@ def failures() -> list[Scenario]:
             expect=Expectation(stop_reason="error", diagnostic=ACP_FAILURE),
         ),
         Scenario(
-            name="sdk: sdk-runtime model failure",
-            rules=[{"match": "E2E-SDK-FAIL", "replies": [{"status": 400}]}],
-            body=_sdk_fail,
-            expect=Expectation(stop_reason="error", diagnostic=SDK_FAILURE),
-        ),
-        Scenario(
-            name="acp: cancel reaches the child's command",
-            rules=_hang_rules("E2E-ACP-CANCEL"),
-            body=_acp_cancel,
-            expect=Expectation(stop_reason="aborted"),
-        ),
-        Scenario(
-            name="sdk: cancel reaches the child's command",
+            name="sdk: cancel stops the child's command",
             rules=_hang_rules("E2E-SDK-CANCEL"),
             body=_sdk_cancel,
             expect=Expectation(stop_reason="aborted"),
+            extra_check=_command_gone(SDK_CANCEL_MARKER),
         ),
     ]
-
-
-# -- keyed --------------------------------------------------------------------------------
-
-PONG_PROMPT = "KEYED-PONG: reply with exactly the word PONG and nothing else."
-PROOF_PROMPT = (
-    "KEYED-PROOF: use your process_execute tool to run this exact command in the workspace: "
-    f"printf {PROOF_TEXT} > proof.txt  — then reply DONE."
-)
-
-
-def keyed_rules() -> list[dict[str, Any]]:
-    """What the scripted model does in place of the real one (the keyed scenarios' structure)."""
-    proof_call = {
-        "tool_calls": [
-            {
-                "name": "process_execute",
-                "arguments": {"command": f"printf {PROOF_TEXT} > proof.txt"},
-            }
-        ]
-    }
-    return [
-        {"match": "KEYED-PONG", "replies": [{"text": "PONG"}]},
-        {"match": "KEYED-PROOF", "replies": [proof_call, {"text": "DONE"}]},
-        {
-            "match": "KEYED-RUN",
-            "replies": [
-                {
-                    "tool_calls": [
-                        {"name": "process_execute", "arguments": {"command": "echo $((6*7))"}}
-                    ]
-                },
-                {"text": "The command printed 42."},
-            ],
-        },
-    ]
-
-
-def _key_env(real: bool) -> dict[str, str]:
-    key = os.environ.get(API_KEY_ENV)
-    return {API_KEY_ENV: key} if real and key else {}
-
-
-def _proof_check(context: ScenarioContext, result: SubagentResult) -> str | None:
-    proof = context.workspace / "proof.txt"
-    if not proof.is_file() or PROOF_TEXT not in proof.read_text(encoding="utf-8"):
-        return f"proof.txt does not contain {PROOF_TEXT}"
-    return None
-
-
-def keyed(*, real: bool = True) -> list[Scenario]:
-    """The real-model scenarios; with `real=False` the same structure on the scripted model."""
-
-    def base(context: ScenarioContext) -> str:
-        return DEFAULT_BASE_URL if real else context.base_url
-
-    async def pong(context: ScenarioContext) -> SubagentResult:
-        provider = acp_agent_provider(context, env=_key_env(real), base_url=base(context))
-        return await run_child(provider, PONG_PROMPT, context)
-
-    async def acp_proof(context: ScenarioContext) -> SubagentResult:
-        provider = acp_agent_provider(
-            context, permission="allow", env=_key_env(real), base_url=base(context)
-        )
-        return await run_child(provider, PROOF_PROMPT, context)
-
-    async def sdk_proof(context: ScenarioContext) -> SubagentResult:
-        provider = sdk_runtime_provider(context, env=_key_env(real), base_url=base(context))
-        return await run_child(provider, PROOF_PROMPT, context)
-
-    async def harness_run(context: ScenarioContext) -> SubagentResult:
-        return await run_harness_command(
-            [
-                "run",
-                "--mode",
-                "execute",
-                "--workspace",
-                str(context.workspace),
-                "--base-url",
-                base(context),
-                "KEYED-RUN: what is 6*7? Compute it by running `echo $((6*7))` with your "
-                "process_execute tool, then answer with the number.",
-            ],
-            env=_key_env(real),
-        )
-
-    return [
-        Scenario(
-            name="keyed: acp-agent PONG",
-            rules=keyed_rules(),
-            body=pong,
-            expect=Expectation(stop_reason="completed", output_contains="PONG"),
-            keyed=True,
-        ),
-        Scenario(
-            name="keyed: acp-agent writes proof.txt (allow)",
-            rules=keyed_rules(),
-            body=acp_proof,
-            expect=Expectation(stop_reason="completed"),
-            keyed=True,
-            extra_check=_proof_check,
-        ),
-        Scenario(
-            name="keyed: sdk-runtime writes proof.txt",
-            rules=keyed_rules(),
-            body=sdk_proof,
-            expect=Expectation(stop_reason="completed"),
-            keyed=True,
-            extra_check=_proof_check,
-        ),
-        Scenario(
-            name="keyed: harness run with a command",
-            rules=keyed_rules(),
-            body=harness_run,
-            expect=Expectation(stop_reason="completed", output_contains="42"),
-            keyed=True,
-        ),
-    ]
-
-
-async def run_harness_command(args: list[str], *, env: dict[str, str]) -> SubagentResult:
-    """Runs `python -m harness ARGS` to the end; exit 0 → completed with its stdout."""
-    from subagent_core import child_env, open_managed_process
-
-    output = bytearray()
-    async with open_managed_process(
-        [sys.executable, "-m", "harness", *args],
-        env=child_env(env),
-        stdin="devnull",
-        stderr="devnull",
-    ) as process:
-        assert process.stdout is not None
-        async for chunk in process.stdout:
-            output.extend(chunk)
-        outcome = await process.wait()
-    text = output.decode("utf-8", errors="replace")
-    return SubagentResult(
-        stop_reason="completed" if outcome.exit_code == 0 else "error", output=text
-    )

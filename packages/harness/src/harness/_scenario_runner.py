@@ -18,7 +18,7 @@ from ._exit import EXIT_INCOMPLETE, EXIT_OK
 from ._scenarios import Scenario, ScenarioContext, ScenarioOutcome, check
 
 SCENARIO_TIMEOUT_SECONDS = 120.0
-CONCURRENCY = 3
+CONCURRENCY = 4
 
 _log = logging.getLogger("harness.scenarios")
 

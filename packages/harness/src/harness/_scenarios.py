@@ -82,7 +82,7 @@ def check(scenario: Scenario, context: ScenarioContext, result: SubagentResult) 
 
 
 def demo_scenarios() -> list[Scenario]:
-    """The keyless demo: in-process agent, ACP (fake and self), SDK (self)."""
+    """The keyless demo: every way of delegating, then a crash, a failed turn and a cancel."""
     from . import _scenario_bodies as bodies
 
     return bodies.demo()
@@ -97,9 +97,9 @@ def e2e_scenarios() -> list[Scenario]:
 
 def keyed_scenarios() -> list[Scenario]:
     """Real-model scenarios; they need `DEEPSEEK_API_KEY`."""
-    from . import _scenario_bodies as bodies
+    from . import _scenario_keyed
 
-    return bodies.keyed()
+    return _scenario_keyed.keyed()
 
 
 def has_api_key() -> bool:
