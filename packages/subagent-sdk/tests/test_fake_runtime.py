@@ -101,6 +101,18 @@ def test_runs_as_a_module_and_exits_0_on_eof_and_sigterm() -> None:
     request = b'{"jsonrpc":"2.0","id":"req_1","method":"shutdown","params":{}}\n'
     done = subprocess.run(argv, input=request, capture_output=True, timeout=30, check=False)
     assert (done.returncode, done.stdout) == (0, b'{"jsonrpc":"2.0","id":"req_1","result":{}}\n')
+    # A prompt read after `shutdown` (one write, so one read) is refused; nothing else is sent.
+    prompt = b'{"jsonrpc":"2.0","id":"req_2","method":"session/prompt","params":{"sessionId":"s","contentBlocks":[{"type":"text","text":"hi"}]}}\n'
+    late = subprocess.run(
+        argv, input=request + prompt, capture_output=True, timeout=30, check=False
+    )
+    assert (late.returncode, late.stdout.splitlines()) == (
+        0,
+        [
+            b'{"jsonrpc":"2.0","id":"req_1","result":{}}',
+            b'{"jsonrpc":"2.0","id":"req_2","error":{"code":-32603,"message":"SDK server is shutting down"}}',
+        ],
+    )
     if sys.platform != "win32":
         ready = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"cwd":"/","provider":"p","model":"m"}}\n'
         with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as process:

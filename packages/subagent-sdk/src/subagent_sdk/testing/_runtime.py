@@ -373,9 +373,12 @@ async def _read_requests(
 ) -> None:
     try:
         async for frame in FrameReader(receive):
-            if isinstance(frame, Request) and frame.method == SHUTDOWN:
-                # Inline: the answer must be written even when stdin ends right after it.
-                await runtime.handle(frame)
+            if isinstance(frame, Request) and (frame.method == SHUTDOWN or runtime.shutting_down):
+                # Inline and shielded: the `shutdown` answer must be written even when stdin
+                # ends right after it, and a request already read after it still gets its
+                # answer (`SDK server is shutting down` for a prompt) before the exit.
+                with anyio.CancelScope(shield=True):
+                    await runtime.handle(frame)
             elif isinstance(frame, Request):
                 task_group.start_soon(runtime.handle, frame)
             elif isinstance(frame, Response):
