@@ -48,7 +48,8 @@ from ._wire import (
 
 _log = logging.getLogger("subagent_sdk")
 
-_FACTS_WAIT_SECONDS: Final = 1.0
+OUTCOME_WAIT_SECONDS: Final = 1.0
+"""How long a closed connection waits for the runtime's exit facts (diagnostics.md: 1.0 s)."""
 
 
 class _Pending:
@@ -278,7 +279,7 @@ class SDKClient:
         except OSError:
             reason = "reading the SDK runtime's output failed"
         # Wait briefly for the exit facts and the last stderr lines, for the host-log message.
-        with anyio.move_on_after(_FACTS_WAIT_SECONDS):
+        with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
             await process.wait()
             await self._stderr.ended.wait()
         self._fail_transport(self._closed_text(reason, process.outcome))

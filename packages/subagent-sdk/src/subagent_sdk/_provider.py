@@ -27,16 +27,13 @@ from subagent_core import (
 )
 
 from ._background import BackgroundTask
-from ._client import SDKClient
+from ._client import OUTCOME_WAIT_SECONDS, SDKClient
 from ._config import SDKConfig, usable_cwd
 from ._errors import TransportClosedError
 from ._mapping import error_category, turn_end_result
 from ._transcript import RunTranscript
 
 _log = logging.getLogger("subagent_sdk")
-
-_OUTCOME_WAIT_SECONDS = 1.0
-"""How long a transport failure waits for the process outcome before classifying."""
 
 
 def new_session_id() -> str:
@@ -48,7 +45,7 @@ async def _failure_line(provider: str, stage: str, error: BaseException, client:
     """The safe line for an error at a stage: class only, plus observed exit facts."""
     category = error_category(error)
     if isinstance(error, TransportClosedError):
-        outcome = await client.wait_outcome(_OUTCOME_WAIT_SECONDS)
+        outcome = await client.wait_outcome(OUTCOME_WAIT_SECONDS)
         if outcome is not None:
             return failure_line(
                 provider, stage, category, exit_code=outcome.exit_code, signal=outcome.signal
