@@ -186,6 +186,8 @@ class ModelRun(SubagentRun):
             if self._request_cancel.cancelled or self._stop.cancelled:
                 self._settle_aborted()
             else:
+                # From here dispose() waits for the child, even before its task first runs.
+                self._child_running = True
                 self._owner = spawn_owner(self._own, f"model_agent.child.{self.id}")
                 if self._owner is None:
                     # No asyncio loop: the caller drives the child (it settles on its end).
@@ -199,7 +201,6 @@ class ModelRun(SubagentRun):
 
     async def _own(self) -> None:
         """The child's whole life: cancel forwarding, the agent's run, the settlement."""
-        self._child_running = True
         outcome: AgentResult | None = None
         try:
             with self._owner_scope:
