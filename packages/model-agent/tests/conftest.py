@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,10 @@ def sleep() -> RecordingSleep:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "workspace"
+    """An empty workspace directory, by its real path (what the agent resolves it to)."""
+    root = tmp_path / "ws"
     root.mkdir()
-    return root
+    return Path(os.path.realpath(root))
 
 
 def make_endpoint(base_url: str, **timeouts: float) -> ModelEndpoint:

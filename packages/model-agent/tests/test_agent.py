@@ -505,3 +505,8 @@ def test_phase_timeouts_and_retry_statuses_default_to_the_spec() -> None:
     ) == (10.0, 60.0, 60.0, 600.0)
     assert ModelEndpoint().retry_statuses == frozenset()
     assert ModelEndpoint().model == "deepseek-chat"
+
+
+def test_a_delegated_child_times_out_after_600_s_by_default(workspace: Path) -> None:
+    endpoint = ModelEndpoint(base_url="http://127.0.0.1:9/v1")
+    assert AgentConfig(endpoint=endpoint, workspace=workspace).delegate_timeout_seconds == 600.0

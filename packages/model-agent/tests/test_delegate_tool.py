@@ -20,22 +20,9 @@ from model_agent._events import AgentEvent, ChildEnded, ChildStarted, ToolStarte
 from model_agent._tool import Mode, RequestContext, ToolOutcome
 from model_agent.testing import ScriptedModelServer, open_scripted_model_server
 from subagent_core import CancelSignal, SubagentResult
-from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
 
 READ_TOOLS = ["read_file", "list_directory", "search_text"]
 USAGE = {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return Path(os.path.realpath(root))
 
 
 @pytest.fixture(autouse=True)

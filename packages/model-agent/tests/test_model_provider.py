@@ -36,21 +36,8 @@ from subagent_core import (
     foreground_text,
     job_outcome,
 )
-from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
 
 USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return Path(os.path.realpath(root))
 
 
 def config(server: ScriptedModelServer, workspace: Path, **overrides: Any) -> AgentConfig:

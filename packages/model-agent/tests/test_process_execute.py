@@ -28,23 +28,10 @@ from model_agent._process_tool import (
 )
 from model_agent._tool import RequestContext, ToolOutcome
 from subagent_core import CancelSignal
-from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
 
 BASH = "/bin/bash"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return Path(os.path.realpath(root))
 
 
 def make_context(

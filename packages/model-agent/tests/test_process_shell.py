@@ -25,22 +25,9 @@ from model_agent._shell import (
 from model_agent._tool import RequestContext
 from model_agent.testing import open_scripted_model_server
 from subagent_core import CancelSignal
-from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shells")
 MISSING = ("/nonexistent/bash", "/nonexistent/sh")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return Path(os.path.realpath(root))
 
 
 def test_the_platform_order() -> None:
