@@ -625,3 +625,22 @@ async def test_a_setsid_grandchild_with_closed_pipes_does_not_outlive_the_call(
     with anyio.fail_after(30):
         outcome = await make_tool().call({"command": command}, make_context(workspace))
     assert result_of(outcome) == plain("completed", "done\n")
+
+
+async def test_an_outer_cancel_without_the_signal_still_leaves_no_process(
+    workspace: Path,
+) -> None:
+    """The host cancels the call's task itself (e.g. at exit): teardown and sweep still run."""
+    command = "(setsid sleep 1000 </dev/null >/dev/null 2>&1 &); touch ready; sleep 1000"
+    finished: list[bool] = []
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                await make_tool().call({"command": command}, make_context(workspace))
+                finished.append(True)
+
+            tg.start_soon(run)
+            await wait_for_file(workspace / "ready")
+            tg.cancel_scope.cancel()
+    assert finished == []

@@ -323,7 +323,15 @@ class ProcessExecuteTool:
                 kill_grace_seconds=self._kill_grace,
             ) as proc:
                 self._enter("running")
-                reason = await self._supervise(proc, parsed, cancel, streams, verdict, marker)
+                try:
+                    reason = await self._supervise(proc, parsed, cancel, streams, verdict, marker)
+                except BaseException:
+                    # Cancelled from outside (not by the signal) or a bug: the managed process
+                    # runs its ladder on the way out; escapees still need the sweep.
+                    with anyio.CancelScope(shield=True):
+                        await proc.terminate(0.0, self._term_grace, self._kill_grace)
+                        await anyio.to_thread.run_sync(sweep_marked, marker)
+                    raise
                 outcome = proc.outcome
         except SpawnError as error:
             return self._fail(f"process_execute could not start the shell ({error.reason})")
