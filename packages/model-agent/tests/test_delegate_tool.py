@@ -652,3 +652,29 @@ async def test_an_approved_execute_child_runs_its_command_without_asking_again(
     assert (workspace / "ran").exists()
     (call,) = tool_entries(result)
     assert json.loads(call.text or "")["output"] == "did it"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell command")
+async def test_cancelling_the_parent_task_from_outside_reaches_the_child_and_its_command(
+    workspace: Path, process_leak_guard: list[int]
+) -> None:
+    """Host exit cancels the parent's task (no cancel signal): the child and its tree go too."""
+    command = "touch ready; sleep 1000 & sleep 1000"
+    run_it = {"tool_calls": [{"name": "process_execute", "arguments": {"command": command}}]}
+    rules = [
+        {"match": "[parent]", "replies": [delegate("[child] run"), answer("x")]},
+        {"match": "[child]", "replies": [run_it, answer("never")]},
+    ]
+    finished: list[AgentResult] = []
+    async with open_scripted_model_server({"rules": rules}) as server:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+
+                async def parent() -> None:
+                    finished.append(await Agent(config(server, workspace)).run("[parent] go"))
+
+                tg.start_soon(parent)
+                await poll_until(lambda: os.path.exists(workspace / "ready"))
+                tg.cancel_scope.cancel()
+    assert finished == []
+    assert len(process_leak_guard) == 1
