@@ -85,11 +85,13 @@ FINDINGS: dict[str, str] = {
         "~64 KiB), on a machine where producer and reader compete for 2 cores."
     ),
     "30 parents / (10 × one child)": (
-        "Profile `bench/profiles/delegation.txt` (one round of 30 parents, cProfile): 7.48 s "
-        "of the 13.3 s round is 60 calls of `ssl.SSLContext.load_verify_locations` — every "
+        "Profile `bench/profiles/delegation.txt` (one round of 30 parents, cProfile, quiet "
+        "machine): 2.35 s of the 4.84 s round (49%) is 60 calls of "
+        "`ssl.SSLContext.load_verify_locations` (an earlier profile under load: 7.48 s of "
+        "13.3 s) — every "
         "`Agent` (30 parents and 30 children) builds its own `ModelClient`, whose "
         "`HTTPTransport._ensure_client` creates a new `httpx.AsyncClient`, which creates a new "
-        "SSL context and loads the CA bundle (~125 ms each here) on the event-loop thread, "
+        "SSL context and loads the CA bundle (~40 ms each when quiet, ~125 ms under load) on the event-loop thread, "
         "even for the plain-http scripted server. The parents' first requests therefore start "
         "one after another instead of at once. Cause: model-agent creates an httpx client "
         "(and SSL context) per agent instead of sharing one per endpoint."
