@@ -64,16 +64,18 @@ FINDINGS: dict[str, str] = {
         "interpreter exit (an anyio program), plus the scans; the graces are never reached."
     ),
     "process_execute / subprocess.run": (
-        "Profile `bench/profiles/process-true.txt` (40 calls of `true`, cProfile): of "
-        "`ProcessExecuteTool._run` (0.383 s), 58% is spawning through anyio/asyncio "
-        "(`open_process` 0.224 s: `fork_exec` 0.088 s — what `subprocess.run` pays too — "
-        "and asyncio's `ThreadedChildWatcher` starting one thread per child, "
-        "`threading.start` 0.084 s), 25% the supervision tasks (`_supervise`: two pipe pumps, "
-        "exit/cancel/timeout watchers, the snapshot keeper, 0.096 s) and 7% the ladder "
-        "(`terminate` 0.027 s). Cause: the fixed cost of an asynchronous, supervised spawn "
-        "(a watcher thread per child and six tasks per call) against a blocking "
-        "fork/exec/wait; it is a few ms per call, large only next to a command as short as "
-        "`true`."
+        "Profile `bench/profiles/process-true.txt` (40 calls of `true`, cProfile, quiet "
+        "machine, current code): of `ProcessExecuteTool._run` (0.290 s on the loop thread), "
+        "37% is spawning through anyio/asyncio (`open_process` 0.108 s: `fork_exec` 0.032 s — "
+        "what `subprocess.run` pays too — and asyncio's `ThreadedChildWatcher` starting one "
+        "thread per child, `threading.start` 0.031 s), 40% the supervision tasks "
+        "(`_supervise` 0.115 s: two pipe pumps, exit/cancel/timeout watchers, the snapshot "
+        "keeper, their creation and cancellation) and 10% the ladder (`terminate` 0.030 s). "
+        "The end-of-call marker sweep runs in a worker thread, outside cProfile's view; timed "
+        "alone, `sweep_marked` reads every `/proc/<pid>/environ` in ~1 ms. Cause: the fixed "
+        "cost of an asynchronous, supervised spawn (a watcher thread per child, six tasks, "
+        "ladder and sweep per call) against a blocking fork/exec/wait; a few ms per call, "
+        "large only next to a command as short as `true`."
     ),
     "process_execute / cat throughput": (
         "Profile `bench/profiles/flood-tool.txt` (2 × 200 MB through `process_execute` in "
