@@ -20,14 +20,14 @@ _LOADED_CANCEL = (
 FINDINGS: dict[str, str] = {
     "ACPProvider / raw SDK": (
         "Profiles `bench/profiles/acp-run.txt` and `acp-run-raw.txt` (10 whole runs each, "
-        "cProfile, wall clock): ~132 ms vs ~103 ms per run. Outside the epoll wait for the "
-        "fake child, the provider's parent spends ~41 ms per run against ~21 ms for the raw "
+        "cProfile, wall clock, quiet machine): ~120 ms vs ~101 ms per run. Outside the epoll wait for the "
+        "fake child, the provider's parent spends ~42 ms per run against ~18 ms for the raw "
         "client: ~10 ms is teardown (`ACPRun._teardown` -> `ManagedProcess.terminate`; ~9 ms "
         "of it the two `ProcessTree.snapshot` calls and the `/proc` group scans of "
-        "`_linux_group_members`), ~7 ms is racing every request against exit and cancel "
+        "`_linux_group_members`), ~4 ms is racing every request against exit and cancel "
         "(`ACPRun.run_operation`), and the rest the owner task and the spawn through "
         "`open_managed_process`. Cause: the provider's safety work per run (tree bookkeeping "
-        "in teardown, raced requests) is a fixed ~20 ms, which is more than 15% of a ~100 ms "
+        "in teardown, raced requests, the owner task) is a fixed ~20 ms, which is more than 15% of a ~100 ms "
         "warm run with a fake child that answers at once."
     ),
     "ACPProvider / raw SDK, small chunks": (
@@ -49,17 +49,17 @@ FINDINGS: dict[str, str] = {
         "gap shows up, so a miss here is the run-to-run spread of this loaded machine."
     ),
     "cancel-to-gone, ACP, cooperative": _LOADED_CANCEL.format(
-        name="acp", runs="31–41 ms per cancel on a quiet moment", cpu="10", scan="9"
+        name="acp", runs="23–38 ms per cancel on a quiet machine", cpu="9", scan="8"
     ),
     "cancel-to-gone, process_execute, cooperative": _LOADED_CANCEL.format(
-        name="process", runs="16–23 ms per cancel on a quiet moment", cpu="10", scan="8"
+        name="process", runs="14–24 ms per cancel on a quiet machine", cpu="7", scan="6"
     ),
     "cancel-to-gone, SDK, cooperative": (
         "Profile `bench/profiles/cancel-sdk.txt` (10 cooperative cancels, cProfile, wall "
-        "clock): 72–125 ms per cancel. The parent's own work is ~19 ms per cancel "
+        "clock, quiet machine): 56–115 ms per cancel. The parent's own work is ~17 ms per cancel "
         "(`SDKProvider` dispose -> `SDKClient.close`: the `shutdown` request, then "
         "`ManagedProcess.terminate`, whose `/proc` group scans are ~14 ms); the remaining "
-        "~80 ms the parent's loop is idle in epoll, waiting for the fake runtime to answer "
+        "~70 ms the parent's loop is idle in epoll, waiting for the fake runtime to answer "
         "`shutdown`, cancel its anyio task group and exit. Cause: the child's shutdown and "
         "interpreter exit (an anyio program), plus the scans; the graces are never reached."
     ),
