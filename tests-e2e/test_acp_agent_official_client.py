@@ -326,3 +326,16 @@ async def test_sigterm_ends_the_agent_with_exit_0(scripted_model: Any, workspace
             await _session(agent, workspace)
             agent.process.send_signal(signal.SIGTERM)
             assert await agent.process.wait() == 0
+
+
+async def test_a_content_filter_finish_is_refusal(scripted_model: Any, workspace: Path) -> None:
+    rules = [{"match": "forbidden", "replies": [{"text": "no", "finish_reason": "content_filter"}]}]
+    client = RecordingClient()
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(rules) as server,
+            open_acp_agent(client, server.base_url) as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            response = await _prompt(agent, session_id, "forbidden")
+    assert response.stop_reason == "refusal"

@@ -181,6 +181,29 @@ async def test_a_failed_turn_ends_with_kind_error(scripted_model: Any, workspace
     }
 
 
+@pytest.mark.parametrize(
+    ("finish_reason", "reason"),
+    [("content_filter", {"kind": "blocked"}), ("length", {"kind": "max-tokens"})],
+)
+async def test_a_refusal_is_blocked_and_a_length_finish_is_max_tokens(
+    finish_reason: str, reason: dict[str, Any], scripted_model: Any, workspace: Path
+) -> None:
+    rules = [{"match": "limit", "replies": [{"text": "no", "finish_reason": finish_reason}]}]
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(rules) as server,
+            open_runtime(server.base_url, workspace) as wire,
+        ):
+            await _initialize(wire, workspace)
+            await wire.send(
+                "session/prompt",
+                {"sessionId": "s1", "contentBlocks": [{"type": "text", "text": "limit"}]},
+            )
+            await wire.idle("s1")
+    ends = [e["data"]["reason"] for e in wire.events("s1") if e["type"] == "turn/end"]
+    assert ends == [reason]
+
+
 async def test_prompts_to_one_session_queue(scripted_model: Any, workspace: Path) -> None:
     rules = [
         {"match": "first", "replies": [{"text": "one"}]},

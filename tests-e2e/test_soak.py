@@ -1,8 +1,8 @@
 """Soak: 200 mixed runs through the ACP and SDK providers, at most 20 at once.
 
-Kinds: complete, crash, hang + cancel, permission, TERM-trapping child — on the scripted fake
-children (fast to start) plus a few runs of `harness acp-agent` / `harness sdk-runtime` on the
-scripted model. Providers use the short graces EOF 0.5 s, TERM 0.5 s, KILL 1.0 s. Afterwards no
+Kinds: complete, crash, hang + cancel (cancelled once the child hangs in the prompt),
+permission, TERM-trapping child — on the scripted fake children (fast to start) plus a few runs
+of `harness acp-agent` / `harness sdk-runtime` on the scripted model. Providers use the short graces EOF 0.5 s, TERM 0.5 s, KILL 1.0 s. Afterwards no
 process of any run is alive, there are no zombies, and the open file descriptors are back to
 their starting count; the test prints the three figures.
 """
@@ -20,7 +20,7 @@ from typing import Any, Literal
 import anyio
 import psutil
 import pytest
-from harness._scenario_kit import acp_agent_provider, sdk_runtime_provider
+from harness._scenario_kit import acp_agent_provider, sdk_runtime_provider, wait_for_file
 from harness._scenarios import SHORT_GRACES, ScenarioContext
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_acp.testing import script_env
@@ -48,9 +48,15 @@ EOF_GRACE, TERM_GRACE, KILL_GRACE = SHORT_GRACES
 @dataclass(frozen=True)
 class Case:
     kind: str
-    provider: SubagentProvider
+    provider: Callable[[Path], SubagentProvider]
+    """Builds the run's provider; the path is the marker a hanging child writes once it hangs."""
     cancel: bool
+    """Cancel once the child has written the marker (it hangs in the prompt by then)."""
     check: Callable[[SubagentResult], bool]
+
+
+def _same(provider: SubagentProvider) -> Callable[[Path], SubagentProvider]:
+    return lambda marker: provider
 
 
 def _acp(env: dict[str, str], permission: Literal["allow", "reject"] = "reject") -> ACPProvider:
@@ -98,42 +104,57 @@ def _cases(context: ScenarioContext) -> list[Case]:
     return [
         Case(
             "acp complete",
-            _acp(script_env({"text": "acp ok", "chunks": 2})),
+            _same(_acp(script_env({"text": "acp ok", "chunks": 2}))),
             False,
             _completed("acp ok"),
         ),
         Case(
             "acp crash",
-            _acp(script_env({"crash": {"at": "prompt", "exit_code": 3}})),
+            _same(_acp(script_env({"crash": {"at": "prompt", "exit_code": 3}}))),
             False,
             lambda r: r.stop_reason == "error" and r.diagnostic == ACP_CRASH,
         ),
-        Case("acp hang + cancel", _acp(script_env({"hang_at": "prompt"})), True, _aborted),
+        Case(
+            "acp hang + cancel",
+            lambda marker: _acp(
+                script_env({"hang_at": "prompt", "markers": {"at": "prompt", "path": str(marker)}})
+            ),
+            True,
+            _aborted,
+        ),
         Case(
             "acp permission",
-            _acp(script_env({"permission": {"tool_kind": "execute"}, "text": "!"}), "allow"),
+            _same(_acp(script_env({"permission": {"tool_kind": "execute"}, "text": "!"}), "allow")),
             False,
             _completed("[permission selected allow]!"),
         ),
         Case(
             "acp TERM-trapping",
-            _acp(script_env({"trap_sigterm": True, "ignore_eof": True, "text": "trap"})),
+            _same(_acp(script_env({"trap_sigterm": True, "ignore_eof": True, "text": "trap"}))),
             False,
             _completed("trap"),
         ),
         Case(
-            "sdk complete", _sdk(FakeScript(text="sdk ok", deltas=2)), False, _completed("sdk ok")
+            "sdk complete",
+            _same(_sdk(FakeScript(text="sdk ok", deltas=2))),
+            False,
+            _completed("sdk ok"),
         ),
         Case(
             "sdk crash",
-            _sdk(FakeScript(exit_during_prompt=3)),
+            _same(_sdk(FakeScript(exit_during_prompt=3))),
             False,
             lambda r: r.stop_reason == "error" and r.diagnostic == SDK_CRASH,
         ),
-        Case("sdk hang + cancel", _sdk(FakeScript(hang_at="prompt")), True, _aborted),
+        Case(
+            "sdk hang + cancel",
+            lambda marker: _sdk(FakeScript(hang_at="prompt", ready_file=str(marker))),
+            True,
+            _aborted,
+        ),
         Case(
             "sdk TERM-trapping",
-            _sdk(FakeScript(text="trap", trap_sigterm=True, ignore_eof=True)),
+            _same(_sdk(FakeScript(text="trap", trap_sigterm=True, ignore_eof=True))),
             False,
             _completed("trap"),
         ),
@@ -144,30 +165,38 @@ def _self_cases(context: ScenarioContext) -> list[Case]:
     return [
         Case(
             "harness acp-agent",
-            acp_agent_provider(context, extra_args=("--mode", "ask")),
+            _same(acp_agent_provider(context, extra_args=("--mode", "ask"))),
             False,
             _completed("soak reply"),
         ),
         Case(
             "harness sdk-runtime",
-            sdk_runtime_provider(context, extra_args=("--mode", "ask")),
+            _same(sdk_runtime_provider(context, extra_args=("--mode", "ask"))),
             False,
             _completed("soak reply"),
         ),
     ]
 
 
-async def _one(case: Case, workspace: Path) -> SubagentResult:
+async def _one(case: Case, workspace: Path, index: int) -> SubagentResult:
+    marker = workspace / f"hung-{index}"
     cancel = CancelSignal()
     request = SubagentRequest(prompt="SOAK: reply", cwd=workspace, cancel=cancel)
     try:
-        run = await case.provider.start(request)
+        run = await case.provider(marker).start(request)
     except SubagentStartError as error:
         return SubagentResult(stop_reason="error", diagnostic=f"start: {error}")
-    async with run:
+    async with run, anyio.create_task_group() as tg:
         if case.cancel:
-            cancel.cancel()
-        return await run.result()
+
+            async def cancel_once_hung() -> None:
+                await wait_for_file(marker)
+                cancel.cancel()
+
+            tg.start_soon(cancel_once_hung)
+        result = await run.result()
+        tg.cancel_scope.cancel()
+        return result
 
 
 def _fd_count() -> int:
@@ -203,8 +232,8 @@ async def test_soak_200_mixed_runs(
             hosted = _self_cases(context)
             # Warm-up: the first run of each kind creates lazily-built state (imports, loop
             # helpers) whose descriptors are not leaks.
-            for case in [*plain, *hosted]:
-                await _one(case, workspace)
+            for warm, case in enumerate([*plain, *hosted]):
+                await _one(case, workspace, -1 - warm)
             fds_before = _fd_count()
             plan = [
                 hosted[i // 25 % len(hosted)] if i % 25 == 24 else plain[i % len(plain)]
@@ -214,7 +243,7 @@ async def test_soak_200_mixed_runs(
 
             async def run(index: int, case: Case) -> None:
                 async with limiter:
-                    result = await _one(case, workspace)
+                    result = await _one(case, workspace, index)
                 kinds[case.kind] += 1
                 if not case.check(result):
                     failures.append(f"#{index} {case.kind}: {result}")

@@ -75,7 +75,9 @@ def check(scenario: Scenario, context: ScenarioContext, result: SubagentResult) 
     if expect.output_contains is not None and expect.output_contains not in result.output:
         return f"expected the output to contain {expect.output_contains!r}"
     if result.diagnostic != expect.diagnostic:
-        return "expected no diagnostic" if expect.diagnostic is None else "unexpected diagnostic"
+        if expect.diagnostic is None:
+            return "expected no diagnostic"
+        return "expected a diagnostic" if result.diagnostic is None else "unexpected diagnostic"
     if scenario.extra_check is not None:
         return scenario.extra_check(context, result)
     return None
