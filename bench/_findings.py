@@ -32,21 +32,24 @@ FINDINGS: dict[str, str] = {
     ),
     "ACPProvider / raw SDK, small chunks": (
         "Profiles `bench/profiles/acp-stream-small.txt` and `acp-stream-small-raw.txt` (3 "
-        "runs each, cProfile): both sides are dominated by the `acp` SDK's own "
+        "runs each, cProfile, quiet machine): both sides are dominated by the `acp` SDK's own "
         "per-notification dispatch (a `create_task` per `session/update`, pydantic "
         "`validate_python`, the router), which they share; the provider's own framing, parse "
-        "and sink (`FramedTransport._read_line`, `_parse`, `_Client.session_update`) are 19% "
-        "of its profile against 24% for the SDK's stdio reader (`readuntil`, `wait_for`, "
-        "`json.loads`) in the raw profile. No provider-specific cost the size of the gap shows "
-        "up, so a miss here is the run-to-run spread of this loaded machine (see min–max)."
+        "and sink (`FramedTransport._read_line`, `_parse`, `_Client.session_update`: 1.78 s) "
+        "are 19% of its profile against 27% for the SDK's stdio reader and the raw sink "
+        "(`receive`, `readuntil`, `json.loads`, `session_update`: 2.45 s) in the raw profile. "
+        "No provider-specific cost the size of the gap shows up, so a miss here is the "
+        "run-to-run spread of this loaded machine (see min–max)."
     ),
     "ACPProvider / raw SDK, 5 MB chunk": (
         "Profiles `bench/profiles/acp-stream-huge.txt` and `acp-stream-huge-raw.txt` (3 runs "
-        "each, cProfile): both read the 5 MB line in the same number of pipe reads (243 vs "
-        "245 `posix.read` for 3 runs) and decode it once; the provider's line assembly "
-        "(`_read_line`) is 44 ms over 3 runs and most wall time on both sides is the loop "
-        "waiting for the child to write (epoll). No provider-specific cost the size of the "
-        "gap shows up, so a miss here is the run-to-run spread of this loaded machine."
+        "each, cProfile, quiet machine): both read the 5 MB line in the same 246 pipe reads "
+        "(240 `_read_ready` on each side, no reader pause on either) and decode it once; the "
+        "provider's line assembly (`_read_line`) is 22 ms over 3 runs, and most wall time on "
+        "both sides is the loop idle in epoll, waiting for the fake child to build and write "
+        "the line. Two profiling passes gave the provider 61–79 ms and 69–77 ms against the "
+        "raw client's 50–51 ms and 75–79 ms: the difference flips between passes, so a miss "
+        "here is the child's own run-to-run spread, not provider work."
     ),
     "cancel-to-gone, ACP, cooperative": _LOADED_CANCEL.format(
         name="acp", runs="23–38 ms per cancel on a quiet machine", cpu="9", scan="8"
