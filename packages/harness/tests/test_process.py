@@ -40,6 +40,43 @@ async def _run(
     return outcome.exit_code, out.decode(), err.decode()
 
 
+async def _interrupt_run(
+    rules: dict[str, Any], workspace: Path, prompt: str, wait_for_pid: Any
+) -> tuple[int | None, str, int]:
+    """`harness run` on `rules`; SIGINT once the command wrote `started`: (exit, stderr, pid)."""
+    with anyio.fail_after(60):
+        async with open_scripted_model_server(rules) as server:
+            argv = [*HARNESS, "run", "--mode", "execute", "--workspace", str(workspace)]
+            argv += ["--base-url", server.base_url, prompt]
+            async with open_managed_process(
+                argv, env=child_env({}), stdin="devnull", stderr="pipe"
+            ) as process:
+                assert process.stdout is not None
+                err = bytearray()
+
+                async def drain_err() -> None:
+                    assert process.stderr is not None
+                    async for chunk in process.stderr:
+                        err.extend(chunk)
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(drain_err)
+                    pid = await wait_for_pid(workspace / "started")
+                    os.kill(process.pid, signal.SIGINT)
+                    async for _ in process.stdout:
+                        pass
+                outcome = await process.wait()
+    return outcome.exit_code, err.decode(), pid
+
+
+def _gone(pid: int) -> bool:
+    """The process ended (a zombie awaiting its reaper counts as gone)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 async def test_help_is_fast_and_imports_nothing_heavy(capsys: pytest.CaptureFixture[str]) -> None:
     """Measured and printed (never asserted: the machine's load decides the figure)."""
     with anyio.fail_after(60):
@@ -142,43 +179,11 @@ async def test_ctrl_c_cancels_the_running_command_and_exits_1(
             }
         ]
     }
-    with anyio.fail_after(60):
-        async with open_scripted_model_server(rules) as server:
-            argv = [
-                *HARNESS,
-                "run",
-                "--mode",
-                "execute",
-                "--workspace",
-                str(tmp_path),
-                "--base-url",
-                server.base_url,
-                "long job",
-            ]
-            async with open_managed_process(
-                argv, env=child_env({}), stdin="devnull", stderr="pipe"
-            ) as process:
-                assert process.stdout is not None
-                assert process.stderr is not None
-                err = bytearray()
-
-                async def drain_err() -> None:
-                    assert process.stderr is not None
-                    async for chunk in process.stderr:
-                        err.extend(chunk)
-
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(drain_err)
-                    pid = await wait_for_pid(tmp_path / "started")
-                    os.kill(process.pid, signal.SIGINT)
-                    async for _ in process.stdout:
-                        pass
-                outcome = await process.wait()
-    assert outcome.exit_code == 1
-    text = err.decode()
+    code, text, pid = await _interrupt_run(rules, tmp_path, "long job", wait_for_pid)
+    assert code == 1
     assert "cancelled by signal; every command and child was stopped" in text
     assert "Traceback" not in text
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert _gone(pid)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -237,31 +242,9 @@ async def test_ctrl_c_reaches_an_in_process_childs_command(
             },
         ]
     }
-    with anyio.fail_after(60):
-        async with open_scripted_model_server(rules) as server:
-            argv = [*HARNESS, "run", "--mode", "execute", "--workspace", str(tmp_path)]
-            argv += ["--base-url", server.base_url, "delegate the wait"]
-            async with open_managed_process(
-                argv, env=child_env({}), stdin="devnull", stderr="pipe"
-            ) as process:
-                err = bytearray()
-
-                async def drain_err() -> None:
-                    assert process.stderr is not None
-                    async for chunk in process.stderr:
-                        err.extend(chunk)
-
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(drain_err)
-                    pid = await wait_for_pid(tmp_path / "started")
-                    os.kill(process.pid, signal.SIGINT)
-                    assert process.stdout is not None
-                    async for _ in process.stdout:
-                        pass
-                outcome = await process.wait()
-    assert outcome.exit_code == 1
-    text = err.decode()
+    code, text, pid = await _interrupt_run(rules, tmp_path, "delegate the wait", wait_for_pid)
+    assert code == 1
     assert "child" in text
     assert "cancelled by signal; every command and child was stopped" in text
     assert "Traceback" not in text
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert _gone(pid)

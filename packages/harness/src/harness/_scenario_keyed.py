@@ -7,11 +7,12 @@ that the keyed scenarios are wired right.
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from subagent_core import SubagentResult, child_env, open_managed_process
 
-from ._config import API_KEY_ENV, DEFAULT_BASE_URL
+from ._config import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
 from ._providers import HARNESS_ARGV
 from ._scenario_kit import acp_agent_provider, run_child, sdk_runtime_provider
 from ._scenarios import Expectation, Scenario, ScenarioContext
@@ -65,10 +66,16 @@ def _proof_check(context: ScenarioContext, result: SubagentResult) -> str | None
 
 
 def keyed(*, real: bool = True) -> list[Scenario]:
-    """The real-model scenarios; with `real=False` the same structure on the scripted model."""
+    """The real-model scenarios; with `real=False` the same structure on the scripted model.
+
+    The real ones talk to `DEEPSEEK_BASE_URL` when set (a proxy or another compatible
+    endpoint), else DeepSeek.
+    """
 
     def base(context: ScenarioContext) -> str:
-        return DEFAULT_BASE_URL if real else context.base_url
+        if not real:
+            return context.base_url
+        return os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
 
     async def pong(context: ScenarioContext) -> SubagentResult:
         provider = acp_agent_provider(context, env=_key_env(real), base_url=base(context))
@@ -101,37 +108,29 @@ def keyed(*, real: bool = True) -> list[Scenario]:
         )
 
     return [
-        Scenario(
-            name="keyed: acp-agent PONG",
-            rules=keyed_rules(),
-            body=pong,
-            expect=Expectation(stop_reason="completed", output_contains="PONG"),
-            keyed=True,
-        ),
-        Scenario(
-            name="keyed: acp-agent writes proof.txt (allow)",
-            rules=keyed_rules(),
-            body=acp_proof,
-            expect=Expectation(stop_reason="completed"),
-            keyed=True,
-            extra_check=_proof_check,
-        ),
-        Scenario(
-            name="keyed: sdk-runtime writes proof.txt",
-            rules=keyed_rules(),
-            body=sdk_proof,
-            expect=Expectation(stop_reason="completed"),
-            keyed=True,
-            extra_check=_proof_check,
-        ),
-        Scenario(
-            name="keyed: harness run with a command",
-            rules=keyed_rules(),
-            body=harness_run,
-            expect=Expectation(stop_reason="completed", output_contains="42"),
-            keyed=True,
-        ),
+        _row("keyed: acp-agent PONG", pong, output="PONG"),
+        _row("keyed: acp-agent writes proof.txt (allow)", acp_proof, check=_proof_check),
+        _row("keyed: sdk-runtime writes proof.txt", sdk_proof, check=_proof_check),
+        _row("keyed: harness run with a command", harness_run, output="42"),
     ]
+
+
+def _row(
+    name: str,
+    body: Callable[[ScenarioContext], Awaitable[SubagentResult]],
+    *,
+    output: str | None = None,
+    check: Callable[[ScenarioContext, SubagentResult], str | None] | None = None,
+) -> Scenario:
+    """A keyed row: it must complete (with `output` in its text, and `check` passing)."""
+    return Scenario(
+        name=name,
+        rules=keyed_rules(),
+        body=body,
+        expect=Expectation(stop_reason="completed", output_contains=output),
+        keyed=True,
+        extra_check=check,
+    )
 
 
 async def run_harness_command(args: list[str], *, env: dict[str, str]) -> SubagentResult:
