@@ -268,25 +268,48 @@ async def test_a_length_finish_is_max_tokens(scripted_model: Any, workspace: Pat
     assert client.text() == "partial"
 
 
-async def test_session_cancel_reaches_the_running_command(
-    scripted_model: Any, workspace: Path, wait_for_pid: Any, process_gone: Any
-) -> None:
-    rules = [
+_LONG_COMMAND = {
+    "tool_calls": [
         {
-            "match": "long job",
-            "replies": [
-                {
-                    "tool_calls": [
-                        {
-                            "name": "process_execute",
-                            "arguments": {"command": "echo $$ > started; exec sleep 60"},
-                        }
-                    ]
-                },
-                {"text": "never"},
-            ],
+            "name": "process_execute",
+            "arguments": {"command": "echo $$ > started; exec sleep 60"},
         }
     ]
+}
+_DELEGATE = {
+    "tool_calls": [
+        {
+            "name": "subagent_delegate",
+            "arguments": {"task": "CHILD-JOB: run the long command", "description": "helper"},
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        pytest.param(
+            [{"match": "long job", "replies": [_LONG_COMMAND, {"text": "never"}]}],
+            id="own-command",
+        ),
+        pytest.param(
+            [
+                {"match": "CHILD-JOB", "replies": [_LONG_COMMAND, {"text": "never"}]},
+                {"match": "long job", "replies": [_DELEGATE, {"text": "never"}]},
+            ],
+            id="in-process-child-command",
+        ),
+    ],
+)
+async def test_session_cancel_reaches_the_running_command(
+    rules: list[dict[str, Any]],
+    scripted_model: Any,
+    workspace: Path,
+    wait_for_pid: Any,
+    process_gone: Any,
+) -> None:
+    """session/cancel ends the agent's own running command, or its in-process child's."""
     client = RecordingClient()
     marker = workspace / "started"
     with anyio.fail_after(60):
