@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from model_agent import AgentConfig, ModelEndpoint
-from model_agent._tool import ApprovalCallback
+from model_agent import AgentConfig, ApprovalCallback, ModelEndpoint
 
 from ._endpoint import ResolvedEndpoint
 
