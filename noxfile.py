@@ -10,7 +10,7 @@ import nox
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
-nox.options.sessions = ["lint", "typecheck", "tests", "e2e"]
+nox.options.sessions = ["lint", "types", "tests", "e2e"]
 
 PACKAGES = ["subagent-core", "subagent-acp", "subagent-sdk", "model-agent", "harness"]
 TEST_ENV = {"PYTHONWARNDEFAULTENCODING": "1"}
@@ -50,7 +50,7 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session
-def typecheck(session: nox.Session) -> None:
+def types(session: nox.Session) -> None:
     """pyright strict over every package, once for Linux and once for Windows branches."""
     _sync(session, "--all-packages", "--no-default-groups", "--group", "lint", "--group", "dev")
     for platform in ("Linux", "Windows"):
