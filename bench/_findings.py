@@ -90,15 +90,17 @@ FINDINGS: dict[str, str] = {
         "~64 KiB), on a machine where producer and reader compete for 2 cores."
     ),
     "30 parents / (10 × one child)": (
-        "Profile `bench/profiles/delegation.txt` (one round of 30 parents, cProfile, quiet "
-        "machine): 2.35 s of the 4.84 s round (49%) is 60 calls of "
-        "`ssl.SSLContext.load_verify_locations` (an earlier profile under load: 7.48 s of "
-        "13.3 s) — every "
-        "`Agent` (30 parents and 30 children) builds its own `ModelClient`, whose "
-        "`HTTPTransport._ensure_client` creates a new `httpx.AsyncClient`, which creates a new "
-        "SSL context and loads the CA bundle (~40 ms each when quiet, ~125 ms under load) on the event-loop thread, "
-        "even for the plain-http scripted server. The parents' first requests therefore start "
-        "one after another instead of at once. Cause: model-agent creates an httpx client "
-        "(and SSL context) per agent instead of sharing one per endpoint."
+        "Profile `bench/profiles/delegation.txt` (2 rounds of 30 parents, cProfile, after "
+        "model-agent's shared TLS context; an earlier profile had 49–56% of each round in 60 "
+        "CA-bundle loads, one per agent, now gone): 45% of the profiled time is the loop idle "
+        "in epoll (children waiting on the scripted model's delay), and 35% is the client "
+        "side of the model requests (`HTTPTransport.attempt` 1.42 s of 4.03 s: httpx request "
+        "building, the HTTP/1.1 exchange and SSE reading), 90 requests a round. Of those, 60 "
+        "are parent rounds — 30 tool-call rounds that must finish before the first child can "
+        "start, and 30 closing rounds — which the floor (ten waves of children only) does not "
+        "contain; each child hand-off also builds a new agent and request. Cause: the parents' "
+        "own model rounds and the per-child start-up on a 2-core machine shared with the "
+        "model server process, added to ten child waves; the queue itself is saturated (max "
+        "concurrency 3)."
     ),
 }
