@@ -90,7 +90,7 @@ FINDINGS: dict[str, str] = {
         "~64 KiB), on a machine where producer and reader compete for 2 cores."
     ),
     "30 parents / (10 × one child)": (
-        "Profile `bench/profiles/delegation.txt` (2 rounds of 30 parents, cProfile, after "
+        "Profile `bench/profiles/delegation.txt` (2 rounds of 30 parents, children's reply delayed 100 ms, cProfile, after "
         "model-agent's shared TLS context; an earlier profile had 49–56% of each round in 60 "
         "CA-bundle loads, one per agent, now gone): 45% of the profiled time is the loop idle "
         "in epoll (children waiting on the scripted model's delay), and 35% is the client "

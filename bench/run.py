@@ -95,8 +95,8 @@ def _markdown(
         f"| load average at end | {load_end} |",
         f"| suite wall time | {seconds:.0f} s |",
         "",
-        "The machine was shared with other work while this ran (see the load average): "
-        "absolute figures are noisy, the same-round ratios much less so.",
+        "The machine is shared with other engineers' work; the load average above says how "
+        "busy it was. Absolute figures move with load, the same-round ratios much less.",
         "",
         "## Targets",
         "",
