@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import anyio
 import pytest
 from model_agent._delegate_queue import (
@@ -14,19 +12,12 @@ from model_agent._delegate_queue import (
     delegate_queue,
 )
 from subagent_core import CancelSignal
+from subagent_core.testing import poll_until
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-async def poll_until(predicate: Callable[[], bool]) -> None:
-    """Readiness by observation of the queue figures, checked every 10 ms."""
-    while True:
-        if predicate():
-            return
-        await anyio.sleep(0.01)
 
 
 def test_the_process_wide_queue_has_limit_3_and_capacity_32() -> None:

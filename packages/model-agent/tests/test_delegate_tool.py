@@ -20,6 +20,7 @@ from model_agent._events import AgentEvent, ChildEnded, ChildStarted, ToolStarte
 from model_agent._tool import Mode, RequestContext, ToolOutcome
 from model_agent.testing import ScriptedModelServer, open_scripted_model_server
 from subagent_core import CancelSignal, SubagentResult
+from subagent_core.testing import poll_until
 
 READ_TOOLS = ["read_file", "list_directory", "search_text"]
 USAGE = {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}
@@ -84,14 +85,6 @@ def offered(body: dict[str, Any]) -> list[str]:
 
 def last_tool_message(body: dict[str, Any]) -> str:
     return [m for m in body["messages"] if m.get("role") == "tool"][-1]["content"]
-
-
-async def poll_until(predicate: Callable[[], bool]) -> None:
-    """Readiness by observation (queue figures, marker files), checked every 10 ms."""
-    while True:
-        if predicate():
-            return
-        await anyio.sleep(0.01)
 
 
 async def test_a_child_completes_and_the_parent_sees_its_answer(workspace: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from subagent_core import (
     foreground_text,
     job_outcome,
 )
+from subagent_core.testing import poll_until
 
 USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
 
@@ -57,14 +57,6 @@ def registry_with(provider: ModelProvider) -> SubagentRegistry:
 
 def offered(body: dict[str, Any]) -> list[str]:
     return [tool["function"]["name"] for tool in body.get("tools", [])]
-
-
-async def poll_until(predicate: Callable[[], bool]) -> None:
-    """Readiness by observation (a marker file), checked every 10 ms."""
-    while True:
-        if predicate():
-            return
-        await anyio.sleep(0.01)
 
 
 def test_status_mapping_is_total() -> None:

@@ -28,6 +28,7 @@ from model_agent._process_tool import (
 )
 from model_agent._tool import RequestContext, ToolOutcome
 from subagent_core import CancelSignal
+from subagent_core.testing import poll_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
 
@@ -108,14 +109,6 @@ def plain(
         "shell": BASH,
         "cwd": cwd,
     }
-
-
-async def poll_until(predicate: Callable[[], bool]) -> None:
-    """Readiness by observation (a marker file, a reaped pid), checked every 10 ms."""
-    while True:
-        if predicate():
-            return
-        await anyio.sleep(0.01)
 
 
 async def wait_for_file(path: Path) -> None:

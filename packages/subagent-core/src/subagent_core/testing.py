@@ -13,14 +13,25 @@ import contextlib
 import ctypes
 import os
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
+import anyio
 import psutil
 
 from . import _process
 from ._process_tree import ProcessTree
 
 _PR_SET_CHILD_SUBREAPER = 36
+
+
+async def poll_until(predicate: Callable[[], bool], *, interval_seconds: float = 0.01) -> None:
+    """Returns once `predicate()` holds, checking every `interval_seconds`.
+
+    For state another process writes (a marker file, queue figures): it observes the state
+    rather than assuming time passed. Bound it with `anyio.fail_after` in the caller.
+    """
+    while not predicate():  # noqa: ASYNC110 - the state is written elsewhere; no event exists
+        await anyio.sleep(interval_seconds)
 
 
 def become_subreaper() -> bool:
