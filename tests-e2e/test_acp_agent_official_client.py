@@ -173,25 +173,16 @@ async def test_a_failed_turn_is_internal_error_without_data(
     assert errors == [{"code": -32603, "message": "Internal error"}]
 
 
+def _write_proof_rules(answer: str) -> list[dict[str, Any]]:
+    """The model asks to write proof.txt with a command, then answers `answer`."""
+    command = {"name": "process_execute", "arguments": {"command": "echo yes > proof.txt"}}
+    return [{"match": "write proof", "replies": [{"tool_calls": [command]}, {"text": answer}]}]
+
+
 async def test_tool_calls_are_reported_and_permission_is_asked(
     scripted_model: Any, workspace: Path
 ) -> None:
-    rules = [
-        {
-            "match": "write proof",
-            "replies": [
-                {
-                    "tool_calls": [
-                        {
-                            "name": "process_execute",
-                            "arguments": {"command": "echo yes > proof.txt"},
-                        }
-                    ]
-                },
-                {"text": "written"},
-            ],
-        }
-    ]
+    rules = _write_proof_rules("written")
     client = RecordingClient(allow=True)
     with anyio.fail_after(60):
         async with (
@@ -210,22 +201,7 @@ async def test_tool_calls_are_reported_and_permission_is_asked(
 
 
 async def test_a_refused_permission_runs_nothing(scripted_model: Any, workspace: Path) -> None:
-    rules = [
-        {
-            "match": "write proof",
-            "replies": [
-                {
-                    "tool_calls": [
-                        {
-                            "name": "process_execute",
-                            "arguments": {"command": "echo yes > proof.txt"},
-                        }
-                    ]
-                },
-                {"text": "could not"},
-            ],
-        }
-    ]
+    rules = _write_proof_rules("could not")
     client = RecordingClient(allow=False)
     with anyio.fail_after(60):
         async with (
