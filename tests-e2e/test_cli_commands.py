@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
-from harness._scenario_bodies import SECRET
+from harness._demo.bodies import SECRET
 from subagent_core import child_env, open_managed_process
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
-from harness._scenario_bodies import (
+from harness._demo.bodies import (
     ACP_CANCEL_MARKER,
     ACP_CRASH,
     ACP_FAILURE,
@@ -19,9 +19,9 @@ from harness._scenario_bodies import (
     demo,
     failures,
 )
-from harness._scenario_keyed import keyed
-from harness._scenario_runner import run_one
-from harness._scenarios import Scenario, ScenarioContext, check, has_api_key
+from harness._demo.keyed import keyed
+from harness._demo.runner import run_one
+from harness._demo.scenario import Scenario, ScenarioContext, check, has_api_key
 from subagent_core import SubagentResult, foreground_text, job_outcome
 
 DEMO = {scenario.name: scenario for scenario in demo()}
@@ -173,7 +173,7 @@ async def test_keyed_scenario(name: str, scripted_model: Any, workspace: Path) -
 
 
 def test_the_scenario_graces_are_short(capsys: pytest.CaptureFixture[str]) -> None:
-    from harness._scenarios import SHORT_GRACES
+    from harness._demo.scenario import SHORT_GRACES
 
     assert SHORT_GRACES == (0.5, 0.5, 1.0)
     with capsys.disabled():

@@ -20,8 +20,8 @@ from typing import Any, Literal
 import anyio
 import psutil
 import pytest
-from harness._scenario_kit import acp_agent_provider, sdk_runtime_provider, wait_for_file
-from harness._scenarios import SHORT_GRACES, ScenarioContext
+from harness._demo.kit import acp_agent_provider, sdk_runtime_provider, wait_for_file
+from harness._demo.scenario import SHORT_GRACES, ScenarioContext
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_acp.testing import script_env
 from subagent_core import (

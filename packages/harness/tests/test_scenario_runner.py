@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from harness._scenario_runner import run_scenarios_cli
-from harness._scenarios import Expectation, Scenario, ScenarioContext
+from harness._demo.runner import run_scenarios_cli
+from harness._demo.scenario import Expectation, Scenario, ScenarioContext
 from subagent_core import SubagentResult
 
 

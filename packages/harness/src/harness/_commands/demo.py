@@ -23,7 +23,7 @@ def demo(
     `harness sdk-runtime`). Prints a table of scenario, stop reason, output and diagnostic.
     No API key needed. Exit 0 only when every scenario matched its expectation.
     """
-    from harness._scenario_runner import run_scenarios_cli
-    from harness._scenarios import demo_scenarios
+    from harness._demo.catalogue import demo_scenarios
+    from harness._demo.runner import run_scenarios_cli
 
     raise typer.Exit(run_scenarios_cli(demo_scenarios(), title="harness demo", live=live))

@@ -23,9 +23,9 @@ def e2e(
     SDK protocol, a cancelled child). With --keyed, also runs the real-model scenarios
     against DeepSeek. Exit 0 only when every scenario matched.
     """
+    from harness._demo.catalogue import e2e_scenarios, keyed_scenarios
+    from harness._demo.runner import run_scenarios_cli
     from harness._endpoint import MissingKeyError
-    from harness._scenario_runner import run_scenarios_cli
-    from harness._scenarios import e2e_scenarios, keyed_scenarios
 
     scenarios = e2e_scenarios()
     if keyed:

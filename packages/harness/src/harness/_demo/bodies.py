@@ -13,10 +13,11 @@ from typing import Any
 from model_agent import Agent, AgentEvent, ChildEnded, ToolEnded
 from subagent_core import CancelSignal, StopReason, SubagentResult
 
-from ._agent_factory import agent_config
-from ._config import DEFAULT_MODEL
-from ._endpoint import ResolvedEndpoint
-from ._scenario_kit import (
+from harness._agent_factory import agent_config
+from harness._config import DEFAULT_MODEL
+from harness._endpoint import ResolvedEndpoint
+
+from .kit import (
     acp_agent_provider,
     leaked_text,
     process_left,
@@ -25,7 +26,7 @@ from ._scenario_kit import (
     self_provider,
     wait_for_file,
 )
-from ._scenarios import Expectation, Scenario, ScenarioContext
+from .scenario import Expectation, Scenario, ScenarioContext
 
 _AGENT_STATUS: dict[str, StopReason] = {
     "completed": "completed",

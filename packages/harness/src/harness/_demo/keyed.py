@@ -12,10 +12,11 @@ from typing import Any
 
 from subagent_core import SubagentResult, child_env, open_managed_process
 
-from ._config import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
-from ._providers import HARNESS_ARGV
-from ._scenario_kit import acp_agent_provider, run_child, sdk_runtime_provider
-from ._scenarios import Expectation, Scenario, ScenarioContext
+from harness._config import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
+from harness._providers import HARNESS_ARGV
+
+from .kit import acp_agent_provider, run_child, sdk_runtime_provider
+from .scenario import Expectation, Scenario, ScenarioContext
 
 PROOF_TEXT = "ACP_CHILD_WAS_HERE"
 

@@ -20,9 +20,10 @@ from subagent_core import (
     SubagentStartError,
 )
 
-from ._config import ProviderSettings
-from ._providers import HARNESS_ARGV, build_provider, with_graces
-from ._scenarios import ScenarioContext
+from harness._config import ProviderSettings
+from harness._providers import HARNESS_ARGV, build_provider, with_graces
+
+from .scenario import ScenarioContext
 
 _STDERR_TO_FILE = 'log="$1"; shift; exec "$@" 2>"$log"'
 """`sh -c` script: run the rest of the arguments with stderr sent to the file in `$1`."""

@@ -14,8 +14,9 @@ from rich.markup import escape
 from rich.table import Table
 from subagent_core import SubagentResult
 
-from ._exit import EXIT_INCOMPLETE, EXIT_OK
-from ._scenarios import Scenario, ScenarioContext, ScenarioOutcome, check
+from harness._exit import EXIT_INCOMPLETE, EXIT_OK
+
+from .scenario import Scenario, ScenarioContext, ScenarioOutcome, check
 
 SCENARIO_TIMEOUT_SECONDS = 120.0
 CONCURRENCY = 4

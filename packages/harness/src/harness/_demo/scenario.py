@@ -1,9 +1,9 @@
-"""The demo and end-to-end scenarios: what each runs, and what it must end with.
+"""What a scenario is: its rules, its body, and what it must end with.
 
 Each scenario brings the rules it needs in the scripted model's script (matched by a unique
 token in the conversation's first user message, so scenarios never share replies) and an
-async body that returns a `SubagentResult`. `harness demo`, `harness e2e` and the tests in
-`tests-e2e/` all run these same definitions.
+async body that returns a `SubagentResult`. This module imports no provider package, so the
+runner and the catalogue both build on it without importing each other.
 """
 
 from __future__ import annotations
@@ -81,27 +81,6 @@ def check(scenario: Scenario, context: ScenarioContext, result: SubagentResult) 
     if scenario.extra_check is not None:
         return scenario.extra_check(context, result)
     return None
-
-
-def demo_scenarios() -> list[Scenario]:
-    """The keyless demo: every way of delegating, then a crash, a failed turn and a cancel."""
-    from . import _scenario_bodies as bodies
-
-    return bodies.demo()
-
-
-def e2e_scenarios() -> list[Scenario]:
-    """The demo plus the failure and cancel paths."""
-    from . import _scenario_bodies as bodies
-
-    return [*bodies.demo(), *bodies.failures()]
-
-
-def keyed_scenarios() -> list[Scenario]:
-    """Real-model scenarios; they need `DEEPSEEK_API_KEY`."""
-    from . import _scenario_keyed
-
-    return _scenario_keyed.keyed()
 
 
 def has_api_key() -> bool:
