@@ -145,7 +145,10 @@ async def test_initialize_prompt_and_shutdown(scripted_model: Any, workspace: Pa
 async def test_errors_use_the_runtime_vocabulary(scripted_model: Any, workspace: Path) -> None:
     with anyio.fail_after(60):
         async with scripted_model([]) as server, open_runtime(server.base_url, workspace) as wire:
-            bad = await wire.send("initialize", {"cwd": str(workspace), "maxTokens": 0})
+            bad = await wire.send(
+                "initialize",
+                {"cwd": str(workspace), "provider": "p", "model": "m", "maxTokens": 0},
+            )
             unknown = await wire.send("session/fork", {})
             assert (await wire.response(bad))["error"] == {
                 "code": -32603,

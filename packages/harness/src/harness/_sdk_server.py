@@ -1,32 +1,31 @@
 """`harness sdk-runtime`: the direct-model agent over the DeepSeek Harness SDK stdio protocol.
 
-Wire (see the spec's sdk.md): newline-delimited JSON-RPC 2.0; `initialize`, `session/prompt`
-(answered at once with a `messageId` receipt; prompts to one session queue) and `shutdown`.
-Every session-log append is a `session.event {sessionId, event: {type, seq, time, data}}`
-with `seq` counting per session; `session.status` brackets each busy period; in-process
-children (subagent_delegate) are announced with `subagent.started` / `subagent.finished`.
-`shutdown`, stdin EOF and SIGTERM cancel running turns, wait (bounded) for their cleanup and
-exit 0; nothing is sent after shutdown began.
+Built on `subagent_sdk.wire` (framing, method names, params, results, notifications and the
+runtime's error texts), as the fake runtime is. `initialize`, `session/prompt` (answered at
+once with a `messageId` receipt; prompts to one session queue) and `shutdown`. Every
+session-log append is a `session.event` whose `seq` counts per session; `session.status`
+brackets each busy period; in-process children (subagent_delegate) are announced with
+`subagent.started` / `subagent.finished`. `shutdown`, stdin EOF and SIGTERM cancel running
+turns, wait (bounded) for their cleanup and exit 0; nothing is sent after shutdown began.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 import math
 import sys
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal
 
 import anyio
 import anyio.abc
 from model_agent import (
     Agent,
     AgentEvent,
+    AgentStatus,
     ChildEnded,
     ChildStarted,
     ReasoningDelta,
@@ -35,42 +34,42 @@ from model_agent import (
     ToolStarted,
 )
 from subagent_core import CancelSignal
+from subagent_sdk import wire
 
 from ._agent_factory import agent_config
 from ._endpoint import ResolvedEndpoint
-from ._stdio import StdioLines
+from ._session_store import now_iso
 from ._version import VERSION
 
 _log = logging.getLogger("harness.sdk_runtime")
 
-SERVER_NAME = "deepseek-harness-sdk-runtime"
-MAX_FRAME_BYTES = 16 * 1024 * 1024
 SHUTDOWN_GRACE_SECONDS = 15.0
 """How long shutdown waits for cancelled turns to clean up their commands and children."""
 
-_INTERNAL_ERROR = -32603
+_TURN_END_KINDS: dict[AgentStatus, wire.TurnEndKind] = {
+    "completed": "completed",
+    "max-tokens": "max-tokens",
+    "refusal": "blocked",
+    "cancelled": "aborted",
+}
+_STEP_LIMIT_ERROR = ("the step limit was reached", "step-limit")
+_TURN_FAILED_ERROR = ("the model turn failed", "turn-failed")
 
 
-class _RequestFailedError(Exception):
-    """A handler failure, answered as JSON-RPC -32603 with this (safe) message."""
+def turn_end_reason(status: AgentStatus | None) -> wire.JSONObject:
+    """The closed `turn/end` reason for an agent status (None: the turn crashed).
+
+    A cancel only happens when this runtime is disposed; error texts are ours, never the model's.
+    """
+    kind = _TURN_END_KINDS.get(status) if status is not None else None
+    if kind is not None:
+        return wire.turn_end_reason(kind, abort_cause="disposed")
+    message, code = _STEP_LIMIT_ERROR if status == "step-limit" else _TURN_FAILED_ERROR
+    return wire.turn_end_reason("error", error_message=message, error_code=code)
 
 
-def _turn_end_reason(status: str) -> dict[str, Any]:
-    """The closed `turn/end` reason for an agent status; error text is fixed, never the model's."""
-    if status == "completed":
-        return {"kind": "completed"}
-    if status == "max-tokens":
-        return {"kind": "max-tokens"}
-    if status == "refusal":
-        return {"kind": "blocked"}
-    if status == "cancelled":
-        return {"kind": "aborted", "reason": {"kind": "disposed"}}
-    if status == "step-limit":
-        return {
-            "kind": "error",
-            "error": {"message": "the step limit was reached", "code": "step-limit"},
-        }
-    return {"kind": "error", "error": {"message": "the model turn failed", "code": "turn-failed"}}
+def _child_stop_reason(status: str) -> str:
+    return {"completed": "completed", "cancelled": "aborted"}.get(status, "error")
 
 
 @dataclass(slots=True)
@@ -92,18 +91,17 @@ class SDKRuntime:
         endpoint: ResolvedEndpoint,
         mode: Literal["ask", "execute"],
         max_steps: int,
-        stdio: StdioLines,
+        writer: wire.FrameWriter,
     ) -> None:
         self._endpoint = endpoint
         self._mode: Literal["ask", "execute"] = mode
         self._max_steps = max_steps
-        self._stdio = stdio
+        self._writer = writer
         self._workspace = Path.cwd()
         self._sessions: dict[str, _Session] = {}
         self._shutting_down = False
         self._cancel = CancelSignal()
         """Fires once when shutdown begins; every running turn hangs off it."""
-        self._write_lock = anyio.Lock()
         self._tg: anyio.abc.TaskGroup | None = None
         self._turns = 0
         self._turns_done = anyio.Event()
@@ -111,119 +109,86 @@ class SDKRuntime:
 
     # -- wire -------------------------------------------------------------------------------
 
-    async def _send(self, frame: Mapping[str, Any], *, always: bool = False) -> None:
-        if self._shutting_down and not always:
+    async def _notify(self, method: str, params: wire.JSONObject) -> None:
+        if self._shutting_down:
             return
-        data = json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-        async with self._write_lock:
-            await self._stdio.write(data)
+        try:
+            await self._writer.send_notification(method, params)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            _log.debug("dropping a notification: the client is gone")
 
-    async def _notify(self, method: str, params: Mapping[str, Any]) -> None:
-        await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+    async def _answer(self, request: wire.Request, result: wire.JSONObject) -> None:
+        try:
+            await self._writer.send_result(request.id, result)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            _log.debug("dropping an answer: the client is gone")
 
-    async def _event(self, session: _Session, kind: str, data: Mapping[str, Any]) -> None:
+    async def _refuse(self, request: wire.Request, message: str) -> None:
+        try:
+            await self._writer.send_error(request.id, wire.INTERNAL_ERROR, message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            _log.debug("dropping an error answer: the client is gone")
+
+    async def _event(self, session: _Session, kind: str, data: wire.JSONObject) -> None:
         if self._shutting_down:
             return
         session.seq += 1
-        event = {
-            "type": kind,
-            "seq": session.seq,
-            "time": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
-            "data": data,
-        }
-        await self._notify("session.event", {"sessionId": session.id, "event": event})
+        event = wire.SessionEvent(
+            session_id=session.id, type=kind, seq=session.seq, time=now_iso(), data=data
+        )
+        await self._notify(wire.SESSION_EVENT, event.to_params())
 
-    async def _status(self, session_id: str, status: Literal["running", "idle"]) -> None:
-        await self._notify("session.status", {"sessionId": session_id, "status": status})
+    async def _status(self, session_id: str, status: wire.SessionStatusValue) -> None:
+        await self._notify(
+            wire.SESSION_STATUS,
+            wire.SessionStatus(session_id=session_id, status=status).to_params(),
+        )
 
     # -- requests ---------------------------------------------------------------------------
 
-    async def handle_line(self, line: bytes) -> None:
+    async def handle(self, request: wire.Request) -> None:
+        """Answers one request; invalid params get the runtime's own error text."""
         try:
-            message = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
-            _log.debug("ignoring a line that is not JSON")
-            return
-        if not isinstance(message, dict):
-            return
-        message = cast(dict[str, Any], message)
-        method = message.get("method")
-        request_id = message.get("id")
-        if not isinstance(method, str):
-            return  # a response or garbage: this runtime sends no requests
-        params_raw = message.get("params")
-        params = cast(dict[str, Any], params_raw) if isinstance(params_raw, dict) else {}
-        is_request = isinstance(request_id, str | int) and not isinstance(request_id, bool)
-        try:
-            result = await self._dispatch(method, params)
-        except _RequestFailedError as error:
-            if is_request:
-                await self._send(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": request_id,
-                        "error": {"code": _INTERNAL_ERROR, "message": str(error)},
-                    },
-                    always=True,
-                )
-            return
-        if is_request:
-            await self._send({"jsonrpc": "2.0", "id": request_id, "result": result}, always=True)
-        if method == "shutdown":
-            self.begin_shutdown()
+            if request.method == wire.INITIALIZE:
+                self._initialize(wire.InitializeParams.from_params(request.params))
+                await self._answer(request, wire.InitializeResult(version=VERSION).to_result())
+            elif request.method == wire.SESSION_PROMPT:
+                params = wire.PromptParams.from_params(request.params)
+                if self._shutting_down:
+                    await self._refuse(request, wire.SHUTTING_DOWN_MESSAGE)
+                    return
+                await self._answer(request, self._enqueue(params).to_result())
+            elif request.method == wire.SHUTDOWN:
+                await self._answer(request, {})
+                self.begin_shutdown()
+            else:
+                await self._refuse(request, wire.unknown_method_message(request.method))
+        except wire.InvalidParamsError as error:
+            await self._refuse(request, str(error))
 
-    async def _dispatch(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if method == "initialize":
-            return self._initialize(params)
-        if method == "session/prompt":
-            return self._prompt(params)
-        if method == "shutdown":
-            return {}
-        raise _RequestFailedError(f"unknown DeepSeek Harness SDK runtime method: {method}")
+    def _initialize(self, params: wire.InitializeParams) -> None:
+        cwd = Path(params.cwd)
+        if params.cwd and cwd.is_absolute() and cwd.is_dir():
+            self._workspace = cwd.resolve()
+        endpoint = self._endpoint
+        if params.model:
+            endpoint = dataclasses.replace(endpoint, model=params.model)
+        if params.max_tokens is not None:
+            endpoint = dataclasses.replace(endpoint, max_tokens=params.max_tokens)
+        self._endpoint = endpoint
 
-    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
-        max_tokens = params.get("maxTokens")
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool)
-            or not isinstance(max_tokens, int)
-            or not 0 < max_tokens <= 2**53 - 1
-        ):
-            raise _RequestFailedError("initialize maxTokens must be a positive safe integer")
-        cwd = params.get("cwd")
-        if isinstance(cwd, str) and cwd and Path(cwd).is_absolute() and Path(cwd).is_dir():
-            self._workspace = Path(cwd).resolve()
-        model = params.get("model")
-        if isinstance(model, str) and model:
-            self._endpoint = _replace_endpoint(self._endpoint, model=model, max_tokens=max_tokens)
-        elif max_tokens is not None:
-            self._endpoint = _replace_endpoint(self._endpoint, max_tokens=max_tokens)
-        return {"serverInfo": {"name": SERVER_NAME, "version": VERSION}}
-
-    def _prompt(self, params: dict[str, Any]) -> dict[str, Any]:
-        if self._shutting_down:
-            raise _RequestFailedError("SDK server is shutting down")
-        session_id = params.get("sessionId")
-        if not isinstance(session_id, str) or not session_id:
-            raise _RequestFailedError("session/prompt sessionId must be a non-empty string")
-        blocks = params.get("contentBlocks")
-        text = ""
-        if isinstance(blocks, list):
-            for block in cast(list[object], blocks):
-                if isinstance(block, dict):
-                    block = cast(dict[str, Any], block)
-                    if block.get("type") == "text" and isinstance(block.get("text"), str):
-                        text += block["text"]
+    def _enqueue(self, params: wire.PromptParams) -> wire.PromptResult:
         message_id = str(uuid.uuid4())
-        session = self._sessions.get(session_id)
+        session = self._sessions.get(params.session_id)
         if session is None:
-            session = _Session(id=session_id)
-            self._sessions[session_id] = session
+            session = _Session(id=params.session_id)
+            self._sessions[session.id] = session
             assert self._tg is not None
             self._tg.start_soon(self._session_worker, session)
-        session.queue.append((message_id, text))
+        session.queue.append((message_id, params.text))
         if session.wake is not None:
             session.wake.set()
-        return {"messageId": message_id}
+        return wire.PromptResult(message_id=message_id)
 
     # -- turns ------------------------------------------------------------------------------
 
@@ -243,7 +208,7 @@ class SDKRuntime:
                 await self._status(session.id, "running")
             await self._event(
                 session,
-                "agent/inbox/spliced",
+                wire.EVENT_INBOX_SPLICED,
                 {
                     "inserted": [
                         {
@@ -266,7 +231,7 @@ class SDKRuntime:
 
     async def _turn(self, session: _Session, text: str) -> None:
         turn_id = str(uuid.uuid4())
-        await self._event(session, "turn/start", {"turnId": turn_id})
+        await self._event(session, wire.EVENT_TURN_START, {"turnId": turn_id})
         send, receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
 
         def observe(event: AgentEvent) -> None:
@@ -279,19 +244,21 @@ class SDKRuntime:
             self._endpoint, workspace=self._workspace, mode=self._mode, max_steps=self._max_steps
         )
         agent = Agent(config, observer=observe)
-        status = "failed"
+        status: AgentStatus | None = None
         output = ""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._forward_events, session, receive)
             with send:
                 try:
                     result = await agent.run(text, self._cancel)
-                    status, output = str(result.status), result.output
+                    status, output = result.status, result.output
+                    if result.status == "failed":
+                        _log.warning("turn failed in session %s: %s", session.id, result.error)
                 except Exception:
                     _log.exception("the agent turn failed unexpectedly")
         await self._event(
             session,
-            "assistant/message",
+            wire.EVENT_ASSISTANT_MESSAGE,
             {
                 "message": {
                     "id": str(uuid.uuid4()),
@@ -301,7 +268,7 @@ class SDKRuntime:
             },
         )
         await self._event(
-            session, "turn/end", {"turnId": turn_id, "reason": _turn_end_reason(status)}
+            session, wire.EVENT_TURN_END, {"turnId": turn_id, "reason": turn_end_reason(status)}
         )
 
     async def _forward_events(
@@ -315,26 +282,21 @@ class SDKRuntime:
     async def _forward(
         self, session: _Session, event: AgentEvent, children: dict[str, str]
     ) -> None:
-        if isinstance(event, TextDelta):
+        if isinstance(event, TextDelta | ReasoningDelta):
+            chunk = "text-delta" if isinstance(event, TextDelta) else "reasoning-delta"
             await self._event(
-                session, "assistant/chunk", {"chunk": {"type": "text-delta", "text": event.text}}
-            )
-        elif isinstance(event, ReasoningDelta):
-            await self._event(
-                session,
-                "assistant/chunk",
-                {"chunk": {"type": "reasoning-delta", "text": event.text}},
+                session, wire.EVENT_ASSISTANT_CHUNK, {"chunk": {"type": chunk, "text": event.text}}
             )
         elif isinstance(event, ToolStarted):
             await self._event(
                 session,
-                "tool/call",
+                wire.EVENT_TOOL_CALL,
                 {"callId": event.call_id, "name": event.name, "arguments": event.arguments},
             )
         elif isinstance(event, ToolEnded):
             await self._event(
                 session,
-                "tool/result",
+                wire.EVENT_TOOL_RESULT,
                 {
                     "callId": event.call_id,
                     "name": event.name,
@@ -345,24 +307,21 @@ class SDKRuntime:
         elif isinstance(event, ChildStarted):
             child_session = f"session-{uuid.uuid4().hex}"
             children[event.child_id] = child_session
-            await self._notify(
-                "subagent.started",
-                {"parentSessionId": session.id, "childSessionId": child_session},
+            started = wire.SubagentStarted(
+                parent_session_id=session.id, child_session_id=child_session
             )
+            await self._notify(wire.SUBAGENT_STARTED, started.to_params())
         elif isinstance(event, ChildEnded):
             child_session = children.pop(event.child_id, f"session-{uuid.uuid4().hex}")
-            ok = event.status == "completed"
-            await self._notify(
-                "subagent.finished",
-                {
-                    "provider": "model",
-                    "agentId": event.child_id,
-                    "parentSessionId": session.id,
-                    "childSessionId": child_session,
-                    "status": "ok" if ok else "error",
-                    "stopReason": _child_stop_reason(event.status),
-                },
+            finished = wire.SubagentFinished(
+                provider="model",
+                agent_id=event.child_id,
+                parent_session_id=session.id,
+                child_session_id=child_session,
+                status="ok" if event.status == "completed" else "error",
+                stop_reason=_child_stop_reason(event.status),
             )
+            await self._notify(wire.SUBAGENT_FINISHED, finished.to_params())
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -377,10 +336,11 @@ class SDKRuntime:
                 session.wake.set()
         self._stop.set()
 
-    async def serve(self) -> None:
+    async def serve(self, reader: wire.FrameReader) -> None:
+        """Reads requests until `shutdown`, EOF or a signal; then waits (bounded) for turns."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            tg.start_soon(self._read)
+            tg.start_soon(self._read, reader)
             tg.start_soon(self._watch_signals)
             await self._stop.wait()
             if self._turns:
@@ -388,10 +348,15 @@ class SDKRuntime:
                     await self._turns_done.wait()
             tg.cancel_scope.cancel()
 
-    async def _read(self) -> None:
-        while (line := await self._stdio.receive_line()) is not None:
-            if line.strip():
-                await self.handle_line(line)
+    async def _read(self, reader: wire.FrameReader) -> None:
+        try:
+            async for frame in reader:
+                if isinstance(frame, wire.Request):
+                    # Inline, in arrival order: `shutdown` is answered before anything after it,
+                    # and a prompt read after it is refused with the runtime's text.
+                    await self.handle(frame)
+        except (wire.FrameTooLargeError, anyio.BrokenResourceError):
+            _log.warning("stdin carried a frame over the limit; stopping")
         self.begin_shutdown()
 
     async def _watch_signals(self) -> None:
@@ -405,32 +370,14 @@ class SDKRuntime:
                 return
 
 
-def _child_stop_reason(status: str) -> str:
-    return {"completed": "completed", "cancelled": "aborted"}.get(status, "error")
-
-
-def _replace_endpoint(
-    endpoint: ResolvedEndpoint, *, model: str | None = None, max_tokens: int | None = None
-) -> ResolvedEndpoint:
-    import dataclasses
-
-    changes: dict[str, Any] = {}
-    if model is not None:
-        changes["model"] = model
-    if max_tokens is not None:
-        changes["max_tokens"] = max_tokens
-    return dataclasses.replace(endpoint, **changes)
-
-
 async def _serve(
     endpoint: ResolvedEndpoint, mode: Literal["ask", "execute"], max_steps: int
 ) -> None:
-    stdio = await StdioLines.open(MAX_FRAME_BYTES)
-    runtime = SDKRuntime(endpoint=endpoint, mode=mode, max_steps=max_steps, stdio=stdio)
-    try:
-        await runtime.serve()
-    finally:
-        stdio.close()
+    async with wire.open_stdio() as (receive, send):
+        runtime = SDKRuntime(
+            endpoint=endpoint, mode=mode, max_steps=max_steps, writer=wire.FrameWriter(send)
+        )
+        await runtime.serve(wire.FrameReader(receive))
 
 
 def serve_sdk(
