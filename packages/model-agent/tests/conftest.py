@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from model_agent import AgentConfig, ModelEndpoint, PhaseTimeouts
+from model_agent import _model_client as model_client_module
 from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
 
 
@@ -24,8 +27,47 @@ class RecordingSleep:
 
 
 @pytest.fixture
-def sleep() -> RecordingSleep:
-    return RecordingSleep()
+def sleep(monkeypatch: pytest.MonkeyPatch) -> RecordingSleep:
+    """Every retry wait of the test is recorded and returns at once."""
+    recording = RecordingSleep()
+    monkeypatch.setattr(model_client_module, "_backoff", recording)
+    return recording
+
+
+class ProcessStates(Sequence[str]):
+    """The states `process_execute` calls entered, read live from its DEBUG log."""
+
+    def __init__(self, caplog: pytest.LogCaptureFixture) -> None:
+        self._caplog = caplog
+
+    def __eq__(self, other: object) -> bool:
+        return self.states == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.states)
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def __getitem__(self, index: int) -> str:  # type: ignore[override]
+        return self.states[index]
+
+    @property
+    def states(self) -> list[str]:
+        return [
+            str(record.args[0])  # type: ignore[index]
+            for record in self._caplog.records
+            if record.name == "model_agent.process" and record.msg == "process_execute state: %s"
+        ]
+
+
+@pytest.fixture
+def process_states(caplog: pytest.LogCaptureFixture) -> ProcessStates:
+    """Records the states of every `process_execute` call of the test, in order."""
+    caplog.set_level(logging.DEBUG, logger="model_agent.process")
+    return ProcessStates(caplog)
 
 
 @pytest.fixture

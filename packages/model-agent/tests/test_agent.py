@@ -160,7 +160,7 @@ async def test_a_tool_side_effect_happens_once_when_the_next_request_is_retried(
     )
     with anyio.fail_after(30):
         async with open_scripted_model_server(script) as server:
-            agent = Agent(config(server.base_url, workspace), sleep=sleep, extra_tools=[tool])
+            agent = Agent(config(server.base_url, workspace), extra_tools=[tool])
             result = await agent.run("count once")
             assert server.request_count == 4
     assert (result.status, result.output) == ("completed", "counted")
@@ -210,7 +210,7 @@ async def test_a_failed_request_fails_the_run_with_safe_text_and_partial_output(
     script = rules("fail", {"text": "so far", "drop": "after-text"})
     with anyio.fail_after(30):
         async with open_scripted_model_server(script) as server:
-            result = await Agent(config(server.base_url, workspace), sleep=sleep).run("fail")
+            result = await Agent(config(server.base_url, workspace)).run("fail")
     assert result.status == "failed"
     assert result.output == "so far"
     assert result.error == "model request failed after partial output (stream-cut)"
@@ -222,7 +222,7 @@ async def test_an_http_error_body_never_reaches_the_result(workspace: Path, slee
     script = rules("err", {"status": 500, "body": body})
     with anyio.fail_after(30):
         async with open_scripted_model_server(script) as server:
-            result = await Agent(config(server.base_url, workspace), sleep=sleep).run("err")
+            result = await Agent(config(server.base_url, workspace)).run("err")
     assert result.status == "failed"
     assert result.error == "model request failed (http-500)"
     assert "SECRET" not in repr(result)
@@ -420,7 +420,7 @@ async def test_a_long_conversation_is_summarized_under_the_same_rule(
     }
     with anyio.fail_after(30):
         async with open_scripted_model_server(script) as server:
-            agent = Agent(config(server.base_url, workspace, context_budget_chars=200), sleep=sleep)
+            agent = Agent(config(server.base_url, workspace, context_budget_chars=200))
             first = await agent.run("tell me about topic-x")
             second = await agent.run("more")
             last = server.requests[-1]["messages"]

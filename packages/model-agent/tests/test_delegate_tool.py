@@ -301,7 +301,7 @@ def unreachable_config(workspace: Path) -> AgentConfig:
 async def test_invalid_or_forged_calls_fail_before_anything_starts(
     workspace: Path, overrides: dict[str, Any], arguments: dict[str, Any], message: str
 ) -> None:
-    tool = SubagentDelegateTool(unreachable_config(workspace))
+    tool = SubagentDelegateTool(unreachable_config(workspace), agent_factory=Agent)
     with anyio.fail_after(30):
         outcome = await tool.call(arguments, direct_context(workspace, **overrides))
     assert outcome.is_error is True
@@ -390,7 +390,9 @@ async def test_a_full_queue_fails_the_call_with_live_figures(workspace: Path) ->
             for _ in range(32):
                 tg.start_soon(queue.acquire, hold)
             await poll_until(lambda: queue.queued == 32)
-            tool = SubagentDelegateTool(unreachable_config(workspace), queue=queue)
+            tool = SubagentDelegateTool(
+                unreachable_config(workspace), agent_factory=Agent, queue=queue
+            )
             outcome = await tool.call({"task": "t", "description": "d"}, direct_context(workspace))
             hold.cancel()
         for _ in range(3):
@@ -414,7 +416,7 @@ async def test_a_child_cancelled_while_queued_never_starts(workspace: Path) -> N
             for _ in range(3):
                 assert await queue.acquire(hold)
             outcomes: list[ToolOutcome] = []
-            tool = SubagentDelegateTool(config(server, workspace), queue=queue)
+            tool = SubagentDelegateTool(config(server, workspace), agent_factory=Agent, queue=queue)
             context = direct_context(workspace, cancel=cancel)
 
             async def call() -> None:

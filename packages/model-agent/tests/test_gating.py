@@ -216,7 +216,7 @@ def context_for(toolset: Toolset, workspace: Path, **changes: Any) -> RequestCon
 async def test_forged_and_stale_calls_are_rejected(
     workspace: Path, options: dict[str, Any], changes: dict[str, Any], name: str, expected: str
 ) -> None:
-    toolset = Toolset(config(workspace, **options))
+    toolset = Toolset(config(workspace, **options), agent_factory=Agent)
     context = context_for(toolset, workspace, **{"mode": options["mode"], **changes})
     outcome = await toolset.call(
         ToolCall("c", name, '{"path": "x", "content": "y", "command": "true"}'), context

@@ -10,13 +10,12 @@ from typing import Any
 
 import anyio
 import pytest
-from model_agent._agent import AgentResult
+from model_agent import AgentResult, ModelProvider
 from model_agent._config import AgentConfig, ModelEndpoint
 from model_agent._events import AgentEvent, TextDelta, ToolStarted
-from model_agent._model_provider import (
+from model_agent._model_run import (
     ABORTED_BEFORE_START_TEXT,
     MODEL_CAPABILITIES,
-    ModelProvider,
     ModelRun,
     ShownText,
     stop_reason_of,

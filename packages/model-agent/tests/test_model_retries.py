@@ -17,6 +17,7 @@ from model_agent import (
     Retrying,
     TextDelta,
 )
+from model_agent import _model_client as model_client_module
 from model_agent._transport import _classify
 from model_agent.testing import open_scripted_model_server
 from subagent_core import CancelSignal
@@ -34,9 +35,9 @@ def script(*replies: dict[str, object]) -> dict[str, object]:
     return {"rules": [{"match": "retry-case", "replies": list(replies)}]}
 
 
-async def complete(server_url: str, sleep, **options: object):  # type: ignore[no-untyped-def]
+async def complete(server_url: str, sleep: object, **options: object):  # type: ignore[no-untyped-def]
     events: list[object] = []
-    async with ModelClient(endpoint(server_url, **options), sleep=sleep) as client:
+    async with ModelClient(endpoint(server_url, **options)) as client:
         try:
             reply = await client.complete(MESSAGES, observer=events.append)
         except ModelRequestError as error:
@@ -225,7 +226,9 @@ async def test_a_drop_after_only_reasoning_is_not_retried(sleep) -> None:
     assert events == [ReasoningDelta("thinking")]
 
 
-async def test_cancel_during_the_backoff_wait_wins_and_no_request_follows() -> None:
+async def test_cancel_during_the_backoff_wait_wins_and_no_request_follows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     cancel = CancelSignal()
     waits: list[float] = []
 
@@ -234,9 +237,10 @@ async def test_cancel_during_the_backoff_wait_wins_and_no_request_follows() -> N
         cancel.cancel()
         await anyio.sleep_forever()
 
+    monkeypatch.setattr(model_client_module, "_backoff", cancelling_sleep)
     with anyio.fail_after(30):
         async with open_scripted_model_server(script({"status": 408}, {"text": "x"})) as server:
-            async with ModelClient(endpoint(server.base_url), sleep=cancelling_sleep) as client:
+            async with ModelClient(endpoint(server.base_url)) as client:
                 with pytest.raises(ModelRequestError) as caught:
                     await client.complete(MESSAGES, cancel=cancel)
             assert server.request_count == 1
@@ -255,7 +259,7 @@ async def test_cancel_during_a_hanging_request_ends_it(sleep) -> None:
                 cancel.cancel()
 
             async with (
-                ModelClient(endpoint(server.base_url), sleep=sleep) as client,
+                ModelClient(endpoint(server.base_url)) as client,
                 anyio.create_task_group() as group,
             ):
                 group.start_soon(cancel_when_arrived)
@@ -325,7 +329,7 @@ async def test_a_finished_stream_returns_its_connection_to_the_pool(sleep) -> No
     """After `[DONE]` the body's end is read, so the next round reuses the connection."""
     with anyio.fail_after(30):
         async with open_scripted_model_server(script({"text": "ok", "chunks": 2})) as server:
-            async with ModelClient(endpoint(server.base_url), sleep=sleep) as client:
+            async with ModelClient(endpoint(server.base_url)) as client:
                 for _ in range(3):
                     reply = await client.complete(MESSAGES)
                     assert reply.content == "ok"

@@ -7,7 +7,7 @@ import os
 import socket
 import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,6 @@ from model_agent._process_tool import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
     ProcessExecuteTool,
-    ProcessState,
     _pump,
     _Streams,
     _Verdict,
@@ -58,11 +57,10 @@ def make_context(
     return RequestContext(**fields)
 
 
-def make_tool(states: list[ProcessState] | None = None, **graces: float) -> ProcessExecuteTool:
+def make_tool(**graces: float) -> ProcessExecuteTool:
     options = {"drain_grace_seconds": 0.3, "term_grace_seconds": 0.5, "kill_grace_seconds": 1.0}
     options.update(graces)
-    on_state: Callable[[ProcessState], None] | None = None if states is None else states.append
-    return ProcessExecuteTool(**options, on_state=on_state)
+    return ProcessExecuteTool(**options)
 
 
 def result_of(outcome: ToolOutcome) -> dict[str, Any]:
@@ -119,10 +117,12 @@ async def wait_for_file(path: Path) -> None:
 # --- state machine rows ---------------------------------------------------------------------
 
 
-async def test_exit_zero_is_completed_with_both_streams(workspace: Path) -> None:
-    states: list[ProcessState] = []
+async def test_exit_zero_is_completed_with_both_streams(
+    workspace: Path, process_states: Sequence[str]
+) -> None:
+    states = process_states
     with anyio.fail_after(30):
-        outcome = await make_tool(states).call(
+        outcome = await make_tool().call(
             {"command": "printf hello; printf oops >&2"}, make_context(workspace)
         )
     assert outcome.is_error is False
@@ -130,10 +130,12 @@ async def test_exit_zero_is_completed_with_both_streams(workspace: Path) -> None
     assert states == ["validating", "starting", "running", "completed"]
 
 
-async def test_nonzero_exit_is_a_normal_result(workspace: Path) -> None:
-    states: list[ProcessState] = []
+async def test_nonzero_exit_is_a_normal_result(
+    workspace: Path, process_states: Sequence[str]
+) -> None:
+    states = process_states
     with anyio.fail_after(30):
-        outcome = await make_tool(states).call(
+        outcome = await make_tool().call(
             {"command": "echo partial; exit 3"}, make_context(workspace)
         )
     assert outcome.is_error is False
@@ -186,11 +188,15 @@ async def test_a_command_killed_by_a_signal_reports_the_signal_name(workspace: P
     ],
 )
 async def test_invalid_input_is_a_tool_failure_and_starts_nothing(
-    workspace: Path, process_leak_guard: list[int], arguments: dict[str, Any], message: str
+    workspace: Path,
+    process_leak_guard: list[int],
+    arguments: dict[str, Any],
+    message: str,
+    process_states: Sequence[str],
 ) -> None:
-    states: list[ProcessState] = []
+    states = process_states
     with anyio.fail_after(30):
-        outcome = await make_tool(states).call(arguments, make_context(workspace))
+        outcome = await make_tool().call(arguments, make_context(workspace))
     assert outcome == ToolOutcome(message, is_error=True)
     assert states == ["validating", "failed"]
     assert process_leak_guard == []
@@ -204,10 +210,12 @@ def test_timeout_defaults_to_120_s_and_is_clamped_to_600_s() -> None:
     assert clamped.timeout_ms == MAX_TIMEOUT_MS == 600_000
 
 
-async def test_spawn_failure_is_a_tool_failure(workspace: Path) -> None:
-    states: list[ProcessState] = []
+async def test_spawn_failure_is_a_tool_failure(
+    workspace: Path, process_states: Sequence[str]
+) -> None:
+    states = process_states
     with anyio.fail_after(30):
-        outcome = await make_tool(states).call(
+        outcome = await make_tool().call(
             {"command": "true"}, make_context(workspace, shell=str(workspace / "no-such-shell"))
         )
     assert outcome == ToolOutcome(
@@ -256,12 +264,14 @@ async def test_stale_or_forged_calls_are_rejected(
     assert not (workspace / "made").exists()
 
 
-async def test_timeout_terminates_the_tree_and_keeps_output_so_far(workspace: Path) -> None:
-    states: list[ProcessState] = []
+async def test_timeout_terminates_the_tree_and_keeps_output_so_far(
+    workspace: Path, process_states: Sequence[str]
+) -> None:
+    states = process_states
     command = "echo before; sleep 1000 & sleep 1000"
     with anyio.fail_after(30):
         # Long enough for the shell to print under load; the assertion never measures time.
-        outcome = await make_tool(states).call(
+        outcome = await make_tool().call(
             {"command": command, "timeout_ms": 1500}, make_context(workspace)
         )
     assert outcome.is_error is True
@@ -271,8 +281,9 @@ async def test_timeout_terminates_the_tree_and_keeps_output_so_far(workspace: Pa
 
 async def test_parent_cancel_terminates_the_tree_and_wins_over_the_late_close(
     workspace: Path,
+    process_states: Sequence[str],
 ) -> None:
-    states: list[ProcessState] = []
+    states = process_states
     cancel = CancelSignal()
     command = "sleep 1000 & echo up; touch ready; sleep 1000"
     result: list[ToolOutcome] = []
@@ -280,7 +291,7 @@ async def test_parent_cancel_terminates_the_tree_and_wins_over_the_late_close(
         async with anyio.create_task_group() as tg:
 
             async def run() -> None:
-                result.append(await make_tool(states).call({"command": command}, context))
+                result.append(await make_tool().call({"command": command}, context))
 
             context = make_context(workspace, cancel=cancel)
             tg.start_soon(run)
@@ -398,16 +409,18 @@ async def test_cancel_returns_promptly_and_leaves_no_process(
     assert len(process_leak_guard) == 1
 
 
-async def test_cancel_after_the_command_finished_keeps_completed(workspace: Path) -> None:
+async def test_cancel_after_the_command_finished_keeps_completed(
+    workspace: Path, process_states: Sequence[str]
+) -> None:
     """Exit was committed first; a cancel during the bounded drain only cleans up."""
     cancel = CancelSignal()
-    states: list[ProcessState] = []
+    states = process_states
     result: list[ToolOutcome] = []
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
 
             async def run() -> None:
-                tool = make_tool(states, drain_grace_seconds=60.0)
+                tool = make_tool(drain_grace_seconds=60.0)
                 result.append(await tool.call({"command": "sleep 1000 & echo done"}, context))
 
             context = make_context(workspace, cancel=cancel)

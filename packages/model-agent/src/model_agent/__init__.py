@@ -9,8 +9,6 @@ from ._activity import ActivityEntry as ActivityEntry
 from ._activity import ActivityKind as ActivityKind
 from ._activity import ActivityLog as ActivityLog
 from ._agent import Agent as Agent
-from ._agent import AgentResult as AgentResult
-from ._agent import AgentStatus as AgentStatus
 from ._config import DEFAULT_BASE_URL as DEFAULT_BASE_URL
 from ._config import DEFAULT_MODEL as DEFAULT_MODEL
 from ._config import AgentConfig as AgentConfig
@@ -32,10 +30,11 @@ from ._model_client import RETRY_DELAYS_SECONDS as RETRY_DELAYS_SECONDS
 from ._model_client import FailureKind as FailureKind
 from ._model_client import ModelClient as ModelClient
 from ._model_client import ModelRequestError as ModelRequestError
-from ._model_client import Sleep as Sleep
 from ._model_provider import ModelProvider as ModelProvider
 from ._process_tool import ProcessExecuteTool as ProcessExecuteTool
 from ._process_tool import ProcessState as ProcessState
+from ._result import AgentResult as AgentResult
+from ._result import AgentStatus as AgentStatus
 from ._round import ModelRound as ModelRound
 from ._round import ToolCall as ToolCall
 from ._shell import find_shell as find_shell
@@ -82,7 +81,6 @@ __all__ = [
     "RequestState",
     "Retrying",
     "Runtime",
-    "Sleep",
     "Space",
     "SubagentDelegateTool",
     "TextDelta",

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from subagent_core import CancelSignal, Usage
@@ -21,15 +21,13 @@ from subagent_core import CancelSignal, Usage
 from ._activity import ActivityEntry, ActivityLog
 from ._config import AgentConfig
 from ._events import AgentEvent, AgentObserver, Retrying, ToolEnded, ToolStarted
-from ._model_client import ModelClient, ModelRequestError, Sleep
+from ._model_client import ModelClient, ModelRequestError
+from ._result import AgentResult, AgentStatus
 from ._round import ModelRound, ToolCall
 from ._tool import RequestContext, Tool, ToolOutcome
 from ._toolset import Toolset
 
 _log = logging.getLogger("model_agent")
-
-AgentStatus = Literal["completed", "failed", "cancelled", "max-tokens", "step-limit", "refusal"]
-"""`refusal`: the model stopped with `finish_reason: content_filter` (the answer is withheld)."""
 
 _FINISH_STATUS: dict[str, AgentStatus] = {"length": "max-tokens", "content_filter": "refusal"}
 
@@ -48,26 +46,10 @@ _NOT_RUN_STEP_LIMIT = "tool call not run: the step limit was reached"
 _NOT_RUN_INTERNAL = "tool call failed with an internal error"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentResult:
-    """How one `Agent.run` ended."""
-
-    status: AgentStatus
-    output: str
-    """The final answer; on failure or cancel, the partial answer text shown (may be empty)."""
-    error: str | None = None
-    """Safe text from our vocabulary when `status` is `failed` (never the server's words)."""
-    usage: Usage | None = None
-    """Tokens summed over every model request of the run; None when none reported usage."""
-    activity: tuple[ActivityEntry, ...] = ()
-    """Everything the run did, in order (children included, as the tools recorded them)."""
-
-
 class Agent:
     """A direct-model agent bound to one workspace, mode and model endpoint.
 
     Runs are sequential: a second `run` while one is in progress raises `RuntimeError`.
-    `sleep` replaces the wait between model-request retries (tests pass a recording no-op).
     `extra_tools` are offered next to the built-ins in every mode; they must honour
     `context.mode` themselves.
     """
@@ -77,13 +59,11 @@ class Agent:
         config: AgentConfig,
         *,
         observer: AgentObserver | None = None,
-        sleep: Sleep | None = None,
         extra_tools: Sequence[Tool] = (),
     ) -> None:
         self._config = config
         self._observer = observer
-        self._sleep = sleep
-        self._toolset = Toolset(config, extra_tools=extra_tools)
+        self._toolset = Toolset(config, extra_tools=extra_tools, agent_factory=Agent)
         self._messages: list[dict[str, Any]] = []
         self._running = False
 
@@ -234,7 +214,7 @@ class _Run:
             self._messages.append({"role": "system", "content": self._system_prompt()})
         self._messages.append({"role": "user", "content": prompt})
         self._record(ActivityEntry(kind="user", text=prompt))
-        async with ModelClient(config.endpoint, sleep=self._agent._sleep) as client:
+        async with ModelClient(config.endpoint) as client:
             steps = 0
             last_output = ""
             while True:

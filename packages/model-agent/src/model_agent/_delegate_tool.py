@@ -35,7 +35,7 @@ from ._activity import ActivityEntry
 from ._config import AgentConfig
 from ._delegate_queue import DelegateQueue, QueueFullError, delegate_queue
 from ._events import ChildEnded, ChildStarted
-from ._model_provider import MODEL_PROVIDER, ModelProvider
+from ._model_run import MODEL_PROVIDER, ChildAgentFactory, ChildProvider
 from ._tool import RequestContext, ToolOutcome
 
 SUBAGENT_DELEGATE = "subagent_delegate"
@@ -173,7 +173,12 @@ def outcome_of(result: SubagentResult, *, timed_out_after: float | None = None) 
 
 
 class SubagentDelegateTool:
-    """The `subagent_delegate` tool of one agent (`config` is the parent's config)."""
+    """The `subagent_delegate` tool of one agent (`config` is the parent's config).
+
+    `agent_factory` builds each child agent (the parent `Agent` passes its own class, so this
+    module never imports the loop that offers it); `queue` is the admission every child
+    passes (default: the process-wide one).
+    """
 
     name = SUBAGENT_DELEGATE
     description = _DESCRIPTION
@@ -183,14 +188,13 @@ class SubagentDelegateTool:
         self,
         config: AgentConfig,
         *,
+        agent_factory: ChildAgentFactory,
         queue: DelegateQueue | None = None,
-        timeout_seconds: float | None = None,
     ) -> None:
         self._config = config
+        self._agent_factory = agent_factory
         self._queue = queue if queue is not None else delegate_queue()
-        self._timeout = (
-            config.delegate_timeout_seconds if timeout_seconds is None else timeout_seconds
-        )
+        self._timeout = config.delegate_timeout_seconds
 
     async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
         """Validates, queues, runs and reports one child; never raises for child failure."""
@@ -227,7 +231,9 @@ class SubagentDelegateTool:
     async def _run_child(self, parsed: DelegateArguments, context: RequestContext) -> ToolOutcome:
         child_cancel = CancelSignal()
         registry = SubagentRegistry()
-        registry.register(ModelProvider(self.child_base_config(context)))
+        registry.register(
+            ChildProvider(self.child_base_config(context), agent_factory=self._agent_factory)
+        )
         request = SubagentRequest(
             prompt=parsed.task,
             cwd=context.workspace,

@@ -1,6 +1,6 @@
 """Tool visibility by runtime, mode, execution space, shell and depth, and call-time checks.
 
-The visibility table (spec "Dimensions and tool visibility"):
+The visibility table:
 
 | runtime | mode    | space | process_execute            | subagent_delegate              |
 |---------|---------|-------|----------------------------|--------------------------------|

@@ -1,13 +1,13 @@
 """The model client: one chat-completions round, streamed, under the bounded retry rule.
 
-Retry rule (spec "Model requests and retries"): only transient failures, only while nothing
+Retry rule: only transient failures, only while nothing
 (text or reasoning) was shown, at most 3 retries waiting 0.5 s, 1 s, 2 s, each a fresh request
 with its own phase timeouts; the wait races the cancel signal and cancel wins.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import anyio
@@ -21,9 +21,6 @@ from ._transport import AttemptFailure, HTTPTransport
 
 RETRY_DELAYS_SECONDS: tuple[float, ...] = (0.5, 1.0, 2.0)
 """The wait before retry 1, 2 and 3; after the third retry fails, the request fails."""
-
-Sleep = Callable[[float], Awaitable[None]]
-"""How the client waits between attempts (injectable so schedule tests take no real time)."""
 
 FailureKind = Literal["failed", "failed_with_partial_output", "cancelled"]
 
@@ -66,10 +63,9 @@ class ModelClient:
     `async with ModelClient(endpoint) as client: round = await client.complete(messages)`.
     """
 
-    def __init__(self, endpoint: ModelEndpoint, *, sleep: Sleep | None = None) -> None:
+    def __init__(self, endpoint: ModelEndpoint) -> None:
         self._endpoint = endpoint
         self._transport = HTTPTransport(endpoint)
-        self._sleep: Sleep = anyio.sleep if sleep is None else sleep
 
     async def __aenter__(self) -> ModelClient:
         return self
@@ -179,8 +175,13 @@ class ModelClient:
 
     async def _wait(self, delay: float, cancel: CancelSignal) -> bool:
         """Waits `delay` unless cancelled first; True when the wait ran out (go on)."""
-        finished = await unless_cancelled(cancel, lambda: self._sleep(delay))
+        finished = await unless_cancelled(cancel, lambda: _backoff(delay))
         return finished and not cancel.cancelled
+
+
+async def _backoff(delay: float) -> None:
+    """The wait before a retry (one name, so schedule tests can record it instead)."""
+    await anyio.sleep(delay)
 
 
 async def _cancel_on_signal(cancel: CancelSignal, scope: anyio.CancelScope) -> None:

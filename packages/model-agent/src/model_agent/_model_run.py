@@ -1,4 +1,4 @@
-"""The in-process `model` provider: a child `Agent` behind the subagent-core seam.
+"""The in-process `model` provider's machinery: a child agent behind the subagent-core seam.
 
 So the registry and the presentation helpers serve an in-process child like any other
 provider. Unlike out-of-process providers it can enforce two gated request fields:
@@ -11,9 +11,12 @@ provider. Unlike out-of-process providers it can enforce two gated request field
 `output_schema` and `persona` are not honoured (the registry refuses them). The child does not
 see the parent's conversation (`inherits_parent_context` is False).
 
-The child runs in an owner task the run holds (`_owner_task`): `result()` settles `aborted` at
-once on a local cancel, and `dispose()` awaits the child's wind-down, bounded. Status mapping: completed → `completed`, max-tokens → `max-tokens`, refusal → `refusal`, step-limit
-and failed → `error`, cancelled → `aborted`. The diagnostic is always `None`: model and HTTP error text is not safe.
+The child agent comes from an injected factory (`ChildAgentFactory`), so this module never
+imports the agent loop that uses it (the loop's delegate tool builds providers from here).
+The child runs in an owner task the run holds: `result()` settles `aborted` at once on a local
+cancel, and `dispose()` awaits the child's wind-down, bounded. Status mapping: completed →
+`completed`, max-tokens → `max-tokens`, refusal → `refusal`, step-limit and failed → `error`,
+cancelled → `aborted`. The diagnostic is always `None`: model and HTTP error text is not safe.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import anyio
 from subagent_core import (
@@ -40,9 +43,7 @@ from ._config import AgentConfig
 from ._events import AgentEvent, AgentObserver, TextDelta, ToolStarted
 from ._owner_task import spawn_owner
 from ._race import unless_cancelled
-
-if TYPE_CHECKING:
-    from ._agent import AgentResult
+from ._result import AgentResult
 
 _log = logging.getLogger("model_agent")
 
@@ -81,11 +82,34 @@ def child_config(config: AgentConfig, request: SubagentRequest) -> AgentConfig:
     return dataclasses.replace(config, depth=1, tools=tools, workspace=workspace)
 
 
-class ModelProvider:
-    """Runs each child as an in-process `Agent` built from `config` (see the module doc)."""
+class ChildAgent(Protocol):
+    """What a `ModelRun` drives: the `Agent.run` surface."""
 
-    def __init__(self, config: AgentConfig, *, observer: AgentObserver | None = None) -> None:
+    async def run(self, prompt: str, cancel: CancelSignal) -> AgentResult:
+        """Works on `prompt` until an outcome; never raises for model or tool failure."""
+        ...
+
+
+class ChildAgentFactory(Protocol):
+    """Builds the child agent of one run (`model_agent.Agent` itself fits)."""
+
+    def __call__(self, config: AgentConfig, *, observer: AgentObserver) -> ChildAgent:
+        """A child agent for `config` whose events go to `observer`."""
+        ...
+
+
+class ChildProvider:
+    """The `model` provider: each child is an agent from `agent_factory` (see the module doc)."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        agent_factory: ChildAgentFactory,
+        observer: AgentObserver | None = None,
+    ) -> None:
         self._config = config
+        self._agent_factory = agent_factory
         self._observer = observer
 
     @property
@@ -108,17 +132,9 @@ class ModelProvider:
         """
         if request.cancel.cancelled:
             raise SubagentStartError(ABORTED_BEFORE_START_TEXT)
-        from ._agent import Agent
-
         shown = ShownText(self._observer)
-        agent = Agent(child_config(self._config, request), observer=shown)
+        agent = self._agent_factory(child_config(self._config, request), observer=shown)
         return ModelRun(agent, request.prompt, request.cancel, shown=shown)
-
-
-class ChildAgent(Protocol):
-    """What a `ModelRun` drives: the `Agent.run` surface."""
-
-    async def run(self, prompt: str, cancel: CancelSignal) -> AgentResult: ...
 
 
 class ShownText:

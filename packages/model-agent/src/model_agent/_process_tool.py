@@ -14,9 +14,10 @@ failure > exit; the first committed reason stays (a late close only cleans up).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
@@ -37,6 +38,8 @@ from ._process_sweep import MARKER_VARIABLE, new_marker, sweep_marked
 from ._race import unless_cancelled
 from ._shell import shell_argv
 from ._tool import RequestContext, ToolOutcome
+
+_log = logging.getLogger("model_agent.process")
 
 PROCESS_EXECUTE = "process_execute"
 
@@ -243,7 +246,7 @@ class ProcessExecuteTool:
     The graces bound teardown: `drain_grace_seconds` is how long output may keep flowing after
     the command's main process exited (a background job holding the pipe is then killed);
     `term_grace_seconds` and `kill_grace_seconds` are the SIGTERM → SIGKILL ladder steps.
-    `on_state` sees each state of every call (observability and tests).
+    Each state a call enters is logged at DEBUG on the `model_agent.process` logger.
     """
 
     name = PROCESS_EXECUTE
@@ -256,16 +259,13 @@ class ProcessExecuteTool:
         drain_grace_seconds: float = 1.0,
         term_grace_seconds: float = 2.0,
         kill_grace_seconds: float = 2.0,
-        on_state: Callable[[ProcessState], None] | None = None,
     ) -> None:
         self._drain_grace = drain_grace_seconds
         self._term_grace = term_grace_seconds
         self._kill_grace = kill_grace_seconds
-        self._on_state = on_state
 
     def _enter(self, state: ProcessState) -> None:
-        if self._on_state is not None:
-            self._on_state(state)
+        _log.debug("process_execute state: %s", state)
 
     def _fail(self, text: str) -> ToolOutcome:
         self._enter("failed")

@@ -15,6 +15,7 @@ from ._gating import (
     call_rejection,
     visible_tools,
 )
+from ._model_run import ChildAgentFactory
 from ._process_tool import ProcessExecuteTool
 from ._round import ToolCall
 from ._shell import find_shell
@@ -33,7 +34,13 @@ DECLINED_TEXT = "the user declined this action"
 class Toolset:
     """Built once per agent: the shell it found, the tools it offers, the diagnostics."""
 
-    def __init__(self, config: AgentConfig, *, extra_tools: Sequence[Tool] = ()) -> None:
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        agent_factory: ChildAgentFactory,
+        extra_tools: Sequence[Tool] = (),
+    ) -> None:
         self._config = config
         wants_shell = config.runtime == "model" and config.space == "local"
         self.shell: str | None = find_shell(config.shell_candidates) if wants_shell else None
@@ -49,7 +56,7 @@ class Toolset:
         self.diagnostics: tuple[str, ...] = visibility.diagnostics
         builders: dict[str, Tool] = {}
         for name in visibility.tools:
-            builders[name] = _builtin(name, config)
+            builders[name] = _builtin(name, config, agent_factory)
         for tool in extra_tools:
             if tool.name in builders:
                 raise ValueError(f"a tool named {tool.name!r} is already offered")
@@ -104,11 +111,11 @@ class Toolset:
         return await tool.call(arguments, context)
 
 
-def _builtin(name: str, config: AgentConfig) -> Tool:
+def _builtin(name: str, config: AgentConfig, agent_factory: ChildAgentFactory) -> Tool:
     if name == PROCESS_EXECUTE:
         return ProcessExecuteTool()
     if name == SUBAGENT_DELEGATE:
-        return SubagentDelegateTool(config)
+        return SubagentDelegateTool(config, agent_factory=agent_factory)
     tools: dict[str, type[Tool]] = {
         "read_file": ReadFileTool,
         "list_directory": ListDirectoryTool,
