@@ -21,6 +21,12 @@ PermissionPolicy = Literal["allow", "reject"]
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 """Longest line accepted from a child (16 MiB): the ACP SDK itself has no cap."""
 
+DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024
+"""Most output text kept per run (8 MiB); the rest is dropped behind a fixed marker."""
+
+DEFAULT_WRITE_TIMEOUT_SECONDS = 10.0
+"""How long one write to a child that does not read its stdin may block before the run ends."""
+
 _PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -104,6 +110,10 @@ class ACPConfig:
     """After SIGKILL, before reporting the tree not gone."""
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     """Longest accepted line from the child; a longer one ends the run as `transport`."""
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    """Most output text (UTF-8 bytes) a run keeps; the rest is cut behind a fixed marker."""
+    write_timeout_seconds: float = DEFAULT_WRITE_TIMEOUT_SECONDS
+    """Bound on one write to the child; a write blocked longer ends the run as `transport`."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -117,9 +127,11 @@ class ACPConfig:
             "dispose_eof_grace_seconds",
             "dispose_grace_seconds",
             "dispose_kill_grace_seconds",
+            "write_timeout_seconds",
         ):
             set_(self, key, _positive_seconds(key, getattr(self, key)))
-        set_(self, "max_frame_bytes", _check_frame(self.max_frame_bytes))
+        set_(self, "max_frame_bytes", _positive_int("max_frame_bytes", self.max_frame_bytes))
+        set_(self, "max_output_bytes", _positive_int("max_output_bytes", self.max_output_bytes))
 
     @property
     def argv(self) -> list[str]:
@@ -162,10 +174,10 @@ def _check_permission(permission: object) -> PermissionPolicy:
     raise _fail("permission", 'must be "allow" or "reject"')
 
 
-def _check_frame(frame: object) -> int:
-    if isinstance(frame, bool) or not isinstance(frame, int) or frame <= 0:
-        raise _fail("max_frame_bytes", "must be a positive int")
-    return frame
+def _positive_int(key: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise _fail(key, "must be a positive int")
+    return value
 
 
 def _check_env(env: object) -> dict[str, str | None]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
 import anyio
+from acp.schema import TextContentBlock
 from subagent_core import (
     ManagedProcess,
     SpawnError,
@@ -35,9 +36,11 @@ from subagent_core import (
     safe_tool_kind,
 )
 
-from ._bridge import FramedTransport, OwnerTask, Session, classify_error, spawn_owner
+from ._bridge import OwnerTask, Session, classify_error, discard_rest, spawn_owner
 from ._config import ACPConfig
 from ._facts import Failure, Stage, map_stop_reason, result_diagnostic, teardown_line
+from ._output import BoundedText
+from ._transport import SessionUpdate
 
 _log = logging.getLogger("subagent_acp")
 
@@ -95,7 +98,7 @@ class ACPRun(SubagentRun):
         self._session: Session | None = None
         self._session_id: str | None = None
         self._stage: Stage = "initialize"
-        self._output: list[str] = []
+        self._output = BoundedText(config.max_output_bytes)
         self._permission: str | None = None
         self._result: SubagentResult | None = None
         self._start_error: SubagentStartError | None = None
@@ -173,9 +176,13 @@ class ACPRun(SubagentRun):
 
     # -- client callbacks (called by the SDK inside the owner's connection) ----------------
 
-    def add_text(self, text: str) -> None:
-        if self._result is None:
-            self._output.append(text)
+    def on_update(self, update: SessionUpdate) -> None:
+        if self._result is not None:
+            return
+        if update.session_update == "agent_message_chunk":
+            content = update.content
+            if isinstance(content, TextContentBlock):
+                self._output.add(content.text)
 
     def decide_permission(
         self, tool_kind: str | None, options: Sequence[tuple[str, str]]
@@ -192,7 +199,7 @@ class ACPRun(SubagentRun):
     def _settle(self, stop_reason: StopReason, diagnostic: str | None) -> None:
         if self._result is None:
             self._result = SubagentResult(
-                stop_reason=stop_reason, output="".join(self._output), diagnostic=diagnostic
+                stop_reason=stop_reason, output=self._output.text(), diagnostic=diagnostic
             )
             self._settled.set()
 
@@ -264,7 +271,11 @@ class ACPRun(SubagentRun):
         assert proc.stdin is not None
         assert proc.stdout is not None
         session = Session(
-            self, FramedTransport(proc.stdin, proc.stdout, self._config.max_frame_bytes)
+            self,
+            proc.stdin,
+            proc.stdout,
+            max_frame_bytes=self._config.max_frame_bytes,
+            write_timeout_seconds=self._config.write_timeout_seconds,
         )
         self._session = session
         try:
@@ -338,8 +349,9 @@ class ACPRun(SubagentRun):
         gone = False
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as tg:
-                if session.transport.overflowed:
-                    tg.start_soon(session.transport.discard_rest)
+                if session.transport.broken is not None and proc.stdout is not None:
+                    # Our reader stopped: keep the pipe drained so the child can exit.
+                    tg.start_soon(discard_rest, proc.stdout)
                 gone = await proc.terminate(
                     config.dispose_eof_grace_seconds,
                     config.dispose_grace_seconds,
@@ -362,10 +374,10 @@ class ACPRun(SubagentRun):
         assert error is not None
         _log.info("ACP run %s: %s failed", self.id, stage, exc_info=error)
         session = self._session
-        if session is not None and session.transport.overflowed:
+        if session is not None and session.transport.broken is not None:
             return Failure(stage, "transport")
         kind = classify_error(error)
-        if kind in ("rpc-error", "frame-too-long"):
+        if kind == "rpc-error":
             return Failure(stage, "transport")
         if kind == "connection-lost":
             outcome = proc.outcome

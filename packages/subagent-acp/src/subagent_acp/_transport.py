@@ -1,0 +1,269 @@
+"""The message transport the `acp` SDK connection runs on: the one seam between the child's
+pipes and the SDK.
+
+The SDK has no line cap, starts one task per inbound message, logs failed notification handlers
+(with the child's method names and payloads) on the root logger, and writes without a bound.
+Rather than patch its internals, every frame passes through this transport first:
+
+- lines come from a bounded reader; an over-long line ends the connection (`transport`);
+- `session/update` notifications are validated with the SDK's schema and handed to the run in
+  arrival order, synchronously (no task per update); those arriving after the answer to
+  `session/prompt` are dropped; other notifications are dropped (the client takes none);
+- child requests: at most `MAX_INBOUND_REQUESTS` reach the SDK at a time; one beyond that is
+  answered here with a fixed JSON-RPC error, allocating nothing per request;
+- answers: only the first answer to an id the SDK is waiting for reaches it; duplicates and
+  strays are dropped and logged by size;
+- writes: each is bounded by `write_timeout_seconds`; a stalled write ends the connection
+  (`transport`), so a child that never reads cannot park the parent.
+
+Everything the child wrote is logged only on the `subagent_acp` logger, and only by size.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+import anyio
+import anyio.abc
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanContentUpdate,
+    AgentPlanRemovedUpdate,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    AvailableCommandsUpdate,
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
+    SessionInfoUpdate,
+    SessionNotification,
+    ToolCallProgress,
+    ToolCallStart,
+    UsageUpdate,
+    UserMessageChunk,
+)
+from pydantic import ValidationError
+
+_log = logging.getLogger("subagent_acp")
+
+MAX_INBOUND_REQUESTS = 8
+"""Child→parent requests in flight per run; a real agent rarely has more than a few."""
+
+REFUSAL_CODE = -32603
+REFUSAL_MESSAGE = "Too many concurrent requests to the client"
+"""Fixed answer to a request beyond `MAX_INBOUND_REQUESTS`."""
+
+Broken = Literal["frame-too-large", "write-stalled"]
+"""Why the transport ended the connection itself; both classify as `transport`."""
+
+
+class LineSource(Protocol):
+    """A bounded NDJSON line reader (`subagent_core.LineReader`'s shape)."""
+
+    async def receive_line(self) -> bytes:
+        """One line without its terminator; raises `anyio.EndOfStream` at the end."""
+        ...
+
+
+class ConnectionLostError(ConnectionError):
+    """Writing a frame to the child failed or stalled past the write bound."""
+
+
+SessionUpdate = (
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AgentPlanUpdate
+    | AgentPlanContentUpdate
+    | AgentPlanRemovedUpdate
+    | AvailableCommandsUpdate
+    | CurrentModeUpdate
+    | ConfigOptionUpdate
+    | SessionInfoUpdate
+    | UsageUpdate
+)
+"""One validated `SessionNotification.update` (the schema's discriminated union)."""
+
+
+class ChildTransport:
+    """`acp`'s message-level `Transport` over a managed child's stdin and stdout."""
+
+    def __init__(
+        self,
+        reader: LineSource,
+        stdin: anyio.abc.ByteSendStream,
+        *,
+        on_update: Callable[[SessionUpdate], None],
+        frame_too_large: type[Exception],
+        write_timeout_seconds: float,
+    ) -> None:
+        self._reader = reader
+        self._stdin = stdin
+        self._on_update = on_update
+        self._frame_too_large = frame_too_large
+        self._write_timeout = write_timeout_seconds
+        self._send_lock = anyio.Lock()
+        self._receive_scope: anyio.CancelScope | None = None
+        self._awaiting: set[object] = set()
+        self._prompt_id: object = None
+        self._prompt_answered = False
+        self._inbound = 0
+        self.broken: Broken | None = None
+        """Set when the transport ended the connection itself."""
+
+    @property
+    def prompt_answered(self) -> bool:
+        """True once the first answer to `session/prompt` arrived."""
+        return self._prompt_answered
+
+    # -- acp.Transport ---------------------------------------------------------------------
+
+    async def send(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        if method is None:
+            # An answer to one of the child's requests: a failure here is the connection's,
+            # not the handler's, so the SDK never sees (or logs) it.
+            self._inbound = max(0, self._inbound - 1)
+            try:
+                await self._write(_encode(message))
+            except ConnectionLostError:
+                _log.debug("an answer to the ACP child was not delivered")
+            return
+        request_id = message.get("id")
+        if request_id is not None:
+            self._awaiting.add(request_id)
+            if method == "session/prompt":
+                self._prompt_id = request_id
+        try:
+            await self._write(_encode(message))
+        except BaseException:
+            self._awaiting.discard(request_id)
+            raise
+
+    async def receive(self) -> dict[str, Any] | None:
+        while self.broken is None:
+            line = b""
+            with anyio.CancelScope() as scope:
+                self._receive_scope = scope
+                try:
+                    line = await self._reader.receive_line()
+                except anyio.EndOfStream:
+                    return None
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as error:
+                    _log.debug("reading from the ACP child failed", exc_info=error)
+                    return None
+                except Exception as error:
+                    if not isinstance(error, self._frame_too_large):
+                        raise
+                    _log.warning("the ACP child sent a line over max_frame_bytes; closing")
+                    self.broken = "frame-too-large"
+                    return None
+                finally:
+                    self._receive_scope = None
+            if scope.cancelled_caught:
+                return None
+            message = _parse(line)
+            if message is not None:
+                routed = await self._route(message, len(line))
+                if routed is not None:
+                    return routed
+        return None
+
+    async def close(self) -> None:
+        """Nothing to release: the managed process owns and closes the pipes."""
+
+    # -- routing -----------------------------------------------------------------------------
+
+    async def _route(self, message: dict[str, Any], size: int) -> dict[str, Any] | None:
+        method = message.get("method")
+        if method is None:
+            request_id = message.get("id")
+            if request_id not in self._awaiting:
+                _log.debug("dropped an unexpected or repeated answer (%d bytes)", size)
+                return None
+            self._awaiting.discard(request_id)
+            if request_id == self._prompt_id:
+                self._prompt_answered = True
+            return message
+        if "id" in message:
+            if self._inbound >= MAX_INBOUND_REQUESTS:
+                await self._refuse(message["id"])
+                return None
+            self._inbound += 1
+            return message
+        if method != "session/update":
+            _log.debug("dropped a notification the client does not take (%d bytes)", size)
+        elif self._prompt_answered:
+            _log.debug("dropped a session/update after the prompt's answer (%d bytes)", size)
+        else:
+            self._deliver_update(message.get("params"), size)
+        return None
+
+    def _deliver_update(self, params: object, size: int) -> None:
+        try:
+            notification = SessionNotification.model_validate(params)
+        except ValidationError:
+            _log.debug("dropped a schema-invalid session/update (%d bytes)", size)
+            return
+        self._on_update(notification.update)
+
+    async def _refuse(self, request_id: object) -> None:
+        error = {"code": REFUSAL_CODE, "message": REFUSAL_MESSAGE}
+        try:
+            await self._write(_encode({"jsonrpc": "2.0", "id": request_id, "error": error}))
+        except ConnectionLostError:
+            _log.debug("a refusal to the ACP child was not delivered")
+
+    # -- writing -----------------------------------------------------------------------------
+
+    async def _write(self, data: bytes) -> None:
+        if self.broken is not None:
+            raise ConnectionLostError("the connection to the child is closed")
+        async with self._send_lock:
+            if self.broken is not None:
+                raise ConnectionLostError("the connection to the child is closed")
+            try:
+                with anyio.move_on_after(self._write_timeout) as scope:
+                    await self._stdin.send(data)
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                _log.debug("writing a frame to the ACP child failed", exc_info=error)
+                raise ConnectionLostError("the pipe to the child is closed") from error
+            if scope.cancelled_caught:
+                _log.warning("a write to the ACP child stalled past the write bound; closing")
+                self._break("write-stalled")
+                raise ConnectionLostError("the child stopped reading its input")
+
+    def _break(self, reason: Broken) -> None:
+        if self.broken is None:
+            self.broken = reason
+        if self._receive_scope is not None:
+            self._receive_scope.cancel()
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    """One JSON-RPC object, or `None` for anything unusable (logged by size only)."""
+    if not line or line.isspace():
+        return None
+    try:
+        value: object = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        _log.debug("skipped a malformed frame from the ACP child (%d bytes)", len(line))
+        return None
+    if not isinstance(value, dict):
+        _log.debug("skipped a non-object frame from the ACP child (%d bytes)", len(line))
+        return None
+    message: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(message.get("id"), list | dict) or (
+        "method" in message and not isinstance(message["method"], str)
+    ):
+        _log.debug("skipped a frame with an unusable id or method (%d bytes)", len(line))
+        return None
+    return message
