@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 
 import anyio
 
 from ._diagnostics import bound_diagnostic
 from ._errors import SubagentError, SubagentStartError
+from ._events import SubagentEvent
 from ._run import SubagentProvider, SubagentRun
 from ._types import Capabilities, RunInfo, SubagentRequest, SubagentResult
 
@@ -138,6 +139,9 @@ class _SettledRun(SubagentRun):
             result = replace(result, diagnostic=bound_diagnostic(result.diagnostic))
         self._end(result.stop_reason)
         return result
+
+    def events(self) -> AsyncIterator[SubagentEvent]:
+        return self._inner.events()
 
     async def dispose(self) -> str | None:
         text: str | None = None

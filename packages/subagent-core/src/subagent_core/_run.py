@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import abc
 import uuid
+from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 import anyio
 
+from ._events import EventBuffer, SubagentEvent
 from ._types import Capabilities, SubagentRequest, SubagentResult
 
 
@@ -23,9 +25,14 @@ class SubagentRun(abc.ABC):
     `result()` never raises for child-level failure. `dispose()` is idempotent and memoized,
     settles a pending result as `aborted`, tears the child down, and returns `None` when the
     process tree is confirmed gone or the safe teardown line when it is not.
+
+    A provider that reports activity sets `self._events = EventBuffer()`, publishes into it
+    while the child runs, and closes it when the run settles (dispose included).
     """
 
     id: str
+    _events: EventBuffer | None = None
+    """The run's activity buffer; `None` for a provider that publishes nothing."""
 
     @abc.abstractmethod
     async def result(self) -> SubagentResult:
@@ -34,6 +41,19 @@ class SubagentRun(abc.ABC):
     @abc.abstractmethod
     async def dispose(self) -> str | None:
         """Tears the child down (memoized); never raises for a cleanup failure."""
+
+    def events(self) -> AsyncIterator[SubagentEvent]:
+        """The run's activity as it happens, ending when the run settles.
+
+        Optional to consume: unread events cost a bounded buffer and nothing else, and the
+        result is the same either way. `text`, `title`, `call_id` and plan entries are
+        child-controlled: show them to a human or log them, never put them in a model-visible
+        result or a diagnostic. For a run that publishes nothing, the iterator waits for the
+        result and ends.
+        """
+        if self._events is not None:
+            return self._events.events()
+        return _nothing_until(self)
 
     async def __aenter__(self) -> Self:
         return self
@@ -47,6 +67,12 @@ class SubagentRun(abc.ABC):
         # A cancelled holder must still not leak the child: dispose bounds every step itself.
         with anyio.CancelScope(shield=True):
             await self.dispose()
+
+
+async def _nothing_until(run: SubagentRun) -> AsyncIterator[SubagentEvent]:
+    await run.result()
+    return
+    yield  # an async generator that yields nothing
 
 
 @runtime_checkable

@@ -52,6 +52,9 @@ class SubagentRequest:
     max_depth: int | None = None
     tool_filter: tuple[str, ...] | None = None
     persona: str | None = None
+    allow_writes: bool = False
+    """Whether the parent lets the child change its workspace through the parent (for example
+    an ACP client file system in read-write mode). An Ask-mode parent never sets it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,105 @@
+"""`ChildCommand`: one frozen description of a child to start, validated once.
+
+Every provider's config and the managed-process spawner share it, so the same command, argv,
+environment and cwd are accepted or refused by the same rules everywhere. Values may come from
+a config file, so every check works on `object`. Each `ValueError` message starts with the
+field name and never echoes the value, so a config built on top can prefix its own class name
+(`f"ACPConfig.{error}"`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import cast
+
+from ._environment import child_env
+
+
+def _no_env() -> Mapping[str, str | None]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChildCommand:
+    """A program to start: argv, explicit environment and working directory.
+
+    Raises:
+        ValueError: a field is of the wrong type or holds a value no OS accepts (NUL bytes,
+            `=` in an environment name); the message names the field.
+    """
+
+    command: str
+    """The executable (argv[0]); never interpreted by a shell. Non-empty, no NUL."""
+    args: tuple[str, ...] = ()
+    """The argv tail; any sequence of strings is accepted and stored as a tuple. No NUL."""
+    env: Mapping[str, str | None] = field(default_factory=_no_env)
+    """Explicit variables laid over the scrubbed inherited environment (see `child_env`):
+    a value always wins, `None` removes an inherited name. Names are non-empty, without `=`
+    or NUL; values have no NUL. Stored read-only."""
+    cwd: Path | None = None
+    """The child's working directory, made absolute at construction; `None` inherits the
+    parent's. Whether it exists is checked when the child is spawned."""
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "command", _check_command(cast(object, self.command)))
+        set_(self, "args", _check_args(cast(object, self.args)))
+        set_(self, "env", MappingProxyType(_check_env(cast(object, self.env))))
+        set_(self, "cwd", _check_cwd(cast(object, self.cwd)))
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        """The full argv: `command` followed by `args`."""
+        return (self.command, *self.args)
+
+    def environment(self, parent: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The child's whole environment: `parent` (default `os.environ`) scrubbed, then `env`."""
+        return child_env(self.env, parent)
+
+
+def _has_nul(text: str) -> bool:
+    return "\x00" in text
+
+
+def _check_command(command: object) -> str:
+    if not isinstance(command, str) or command == "" or _has_nul(command):
+        raise ValueError("command must be a non-empty string without NUL")
+    return command
+
+
+def _check_args(args: object) -> tuple[str, ...]:
+    if isinstance(args, str | bytes) or not isinstance(args, Sequence):
+        raise ValueError("args must be a sequence of strings without NUL")
+    items = tuple(cast("Sequence[object]", args))
+    for item in items:
+        if not isinstance(item, str) or _has_nul(item):
+            raise ValueError("args must be a sequence of strings without NUL")
+    return cast("tuple[str, ...]", items)
+
+
+def _check_env(env: object) -> dict[str, str | None]:
+    if not isinstance(env, Mapping):
+        raise ValueError("env must be a mapping of names to strings or None")
+    checked: dict[str, str | None] = {}
+    for name, value in cast("Mapping[object, object]", env).items():
+        if not isinstance(name, str) or name == "" or "=" in name or _has_nul(name):
+            raise ValueError("env names must be non-empty strings without '=' or NUL")
+        if value is not None and (not isinstance(value, str) or _has_nul(value)):
+            raise ValueError("env values must be strings without NUL, or None")
+        checked[name] = value
+    return checked
+
+
+def _check_cwd(cwd: object) -> Path | None:
+    if cwd is None:
+        return None
+    if not isinstance(cwd, str | os.PathLike):
+        raise ValueError("cwd must be a non-empty path without NUL, or None")
+    text = os.fspath(cast("str | os.PathLike[str]", cwd))
+    if not isinstance(text, str) or text == "" or _has_nul(text):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError("cwd must be a non-empty path without NUL, or None")
+    return Path(os.path.normpath(Path(text).absolute()))
