@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._tool import ApprovalCallback, Mode, Runtime, Space
+from ._mcp_config import MCPServer, check_mcp_servers
+from ._tool import ApprovalCallback, Mode, Runtime, Space, Tool
 
 DEFAULT_BASE_URL = "https://api.deepseek.com"
 DEFAULT_MODEL = "deepseek-chat"
@@ -78,3 +79,12 @@ class AgentConfig:
     shell_candidates: tuple[str, ...] | None = None
     """Shells `process_execute` looks for, in order (None: `/bin/bash`, `/bin/sh`; on Windows
     `pwsh`, `powershell.exe`). Found once when the agent is built, then frozen."""
+    mcp_servers: tuple[MCPServer, ...] = ()
+    """MCP servers whose tools are offered as `<server>__<tool>`: connected when a run starts,
+    listed once and frozen for that run, stopped when it ends."""
+    mcp_tools: tuple[Tool, ...] = ()
+    """MCP tools a delegated child shares from its parent's run (set by `subagent_delegate`;
+    the sessions stay the parent's). Hosts leave it empty."""
+
+    def __post_init__(self) -> None:
+        check_mcp_servers(self.mcp_servers)

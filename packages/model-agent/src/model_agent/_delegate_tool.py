@@ -226,6 +226,9 @@ class SubagentDelegateTool:
             tools=inherited,
             approve=None,
             shell_candidates=() if context.shell is None else (context.shell,),
+            # The child shares the parent's MCP sessions: it never starts a server itself.
+            mcp_servers=(),
+            mcp_tools=context.mcp_tools,
         )
 
     async def _run_child(self, parsed: DelegateArguments, context: RequestContext) -> ToolOutcome:

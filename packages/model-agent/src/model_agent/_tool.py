@@ -54,6 +54,8 @@ class RequestContext:
     activity: ActivityLog = field(default_factory=ActivityLog)
     """This request's activity record; tools append child entries through `record`."""
     extra: dict[str, Any] = field(default_factory=dict[str, Any])
+    mcp_tools: tuple[Tool, ...] = ()
+    """This request's MCP tools (its snapshot), which a delegated child may inherit."""
 
     def emit(self, event: AgentEvent) -> None:
         """Passes `event` to the observer while the request is not terminal."""

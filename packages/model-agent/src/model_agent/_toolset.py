@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -66,6 +67,16 @@ class Toolset:
             name: tool for name, tool in builders.items() if allowed is None or name in allowed
         }
 
+    def with_tools(self, tools: Sequence[Tool]) -> Toolset:
+        """A copy also offering `tools` (a run's MCP snapshot), under the same name filter."""
+        allowed = self._config.tools
+        extended = copy.copy(self)
+        extended._tools = dict(self._tools)
+        for tool in tools:
+            if tool.name not in extended._tools and (allowed is None or tool.name in allowed):
+                extended._tools[tool.name] = tool
+        return extended
+
     @property
     def names(self) -> tuple[str, ...]:
         """The offered tool names, in offering order."""
@@ -99,8 +110,11 @@ class Toolset:
         approve = self._config.approve
         # An Execute child never asks for approval itself, so the delegate call is the action
         # the host approves for it: one approval covers everything that child does.
-        acts = call.name in EXECUTE_ACTIONS or (
-            call.name == SUBAGENT_DELEGATE and context.mode == "execute"
+        # A tool may say it acts too (`needs_approval`: an MCP tool without `readOnlyHint`).
+        acts = (
+            call.name in EXECUTE_ACTIONS
+            or (call.name == SUBAGENT_DELEGATE and context.mode == "execute")
+            or getattr(tool, "needs_approval", False) is True
         )
         if approve is not None and acts:
             if not await approve(call.name, arguments):
