@@ -61,6 +61,10 @@ KNOBS = frozenset(
         "close_stdout",
         "gate_file",
         "record_file",
+        "flood_requests",
+        "stream_bytes",
+        "text_after_end",
+        "duplicate_answers",
     }
 )
 
@@ -159,8 +163,10 @@ class FakeChild:
     def _flush(self) -> None:
         self._out.flush()
 
-    def _respond(self, request_id: object, result: object) -> None:
+    def _respond(self, request_id: object, result: object, duplicate: object = None) -> None:
         self._send({"id": request_id, "result": result})
+        if duplicate is not None and self._script.get("duplicate_answers"):
+            self._send({"id": request_id, "result": duplicate})
 
     def _respond_error(
         self, request_id: object, code: int, message: str, data: object = None
@@ -277,7 +283,7 @@ class FakeChild:
     def _on_initialize(self, request_id: object) -> None:
         if self._enter("initialize", request_id):
             default: Message = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
-            self._respond(request_id, self._result_for("initialize", default))
+            self._respond(request_id, self._result_for("initialize", default), {"bogus": True})
 
     def _on_new_session(self, request_id: object, params: Message) -> None:
         cwd = params.get("cwd")
@@ -297,7 +303,9 @@ class FakeChild:
             self._in.close()
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self._respond(request_id, self._result_for("new_session", result))
+        self._respond(
+            request_id, self._result_for("new_session", result), {"sessionId": "duplicate-session"}
+        )
         if crash_after:
             self._crash("after_new_session")
         if close_stdin:
@@ -408,6 +416,16 @@ class FakeChild:
                 threading.Event().wait(0.01)
         for piece in _split(str(script.get("text", "")), int(script.get("chunks", 1))):
             self._chunk(piece)
+        stream = _dict(script.get("stream_bytes"))
+        if stream:
+            total = int(stream.get("total", 0))
+            piece = "x" * max(1, int(stream.get("chunk", 65536)))
+            while total > 0:
+                self._chunk(piece[:total])
+                total -= len(piece)
+        flood = _dict(script.get("flood_requests"))
+        if flood:
+            self._flood(flood)
         huge = script.get("huge_chunk_bytes")
         if isinstance(huge, int) and huge > 0:
             self._chunk("x" * huge)
@@ -422,8 +440,22 @@ class FakeChild:
             return  # the answer comes with session/cancel (or never)
         if not self._scripted_error("prompt_end", self._prompt_id):
             answer_default: Message = {"stopReason": stop_reason}
-            self._respond(self._prompt_id, self._result_for("prompt", answer_default))
+            answer = self._result_for("prompt", answer_default)
+            self._respond(self._prompt_id, answer, {"stopReason": "refusal"})
         self._prompt_id = None
+        after = script.get("text_after_end")
+        if isinstance(after, str):
+            for piece in _split(after, int(script.get("chunks", 1))):
+                self._chunk(piece)
+
+    def _flood(self, flood: Mapping[str, Any]) -> None:
+        """Sends `count` requests without reading stdin, then never reads it again."""
+        method = str(flood.get("method", "fs/read_text_file"))
+        for _ in range(int(flood.get("count", 100_000))):
+            self._request(method, self._probe_params(method))
+        self._flush()
+        while True:
+            threading.Event().wait(3600)
 
     def _probe_params(self, method: str) -> Message:
         if method.startswith("fs/"):
