@@ -6,13 +6,22 @@ Each package session syncs only that workspace member, its declared dependencies
 
 from __future__ import annotations
 
+import sys
+
 import nox
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
-nox.options.sessions = ["lint", "types", "tests", "e2e"]
+nox.options.sessions = ["lint", "types", "tests", "e2e", "packages"]
 
-PACKAGES = ["subagent-core", "subagent-acp", "subagent-sdk", "model-agent", "harness"]
+PACKAGES = {
+    "subagent-core": "subagent-core",
+    "subagent-acp": "subagent-acp",
+    "subagent-sdk": "subagent-sdk",
+    "subagent-model-agent": "model-agent",
+    "subagent-harness": "harness",
+}
+"""Distribution name → folder under packages/ (the folders keep the import names' spelling)."""
 TEST_ENV = {"PYTHONWARNDEFAULTENCODING": "1"}
 
 
@@ -27,11 +36,11 @@ def _sync(session: nox.Session, *args: str) -> None:
 
 
 @nox.session
-@nox.parametrize("package", PACKAGES)
+@nox.parametrize("package", list(PACKAGES))
 def tests(session: nox.Session, package: str) -> None:
     """One package alone, with only its own dependencies and the test tools."""
     _sync(session, "--package", package, "--no-default-groups", "--group", "dev")
-    session.run("pytest", f"packages/{package}/tests", *session.posargs, env=TEST_ENV)
+    session.run("pytest", f"packages/{PACKAGES[package]}/tests", *session.posargs, env=TEST_ENV)
 
 
 @nox.session
@@ -61,6 +70,15 @@ def types(session: nox.Session) -> None:
 def build(session: nox.Session) -> None:
     """Build every member's sdist and wheel."""
     session.run_install("uv", "build", "--all-packages", "-o", "dist", external=True)
+
+
+@nox.session(venv_backend="none")
+def packages(session: nox.Session) -> None:
+    """Build each package, install each wheel alone in a clean venv, import it, run its example.
+
+    Also checks what each sdist and wheel ships: the licence, no working notes.
+    """
+    session.run(sys.executable, ".ci/package_check.py", *session.posargs)
 
 
 @nox.session
