@@ -26,6 +26,14 @@ from ._events import Retrying as Retrying
 from ._events import TextDelta as TextDelta
 from ._events import ToolEnded as ToolEnded
 from ._events import ToolStarted as ToolStarted
+from ._history import ChatMessage as ChatMessage
+from ._history import FunctionCall as FunctionCall
+from ._history import HistoryError as HistoryError
+from ._history import ToolCallMessage as ToolCallMessage
+from ._history import parse_history as parse_history
+from ._mcp_config import MCPHTTPServer as MCPHTTPServer
+from ._mcp_config import MCPServer as MCPServer
+from ._mcp_config import MCPStdioServer as MCPStdioServer
 from ._model_client import RETRY_DELAYS_SECONDS as RETRY_DELAYS_SECONDS
 from ._model_client import FailureKind as FailureKind
 from ._model_client import ModelClient as ModelClient
@@ -62,10 +70,16 @@ __all__ = [
     "AgentResult",
     "AgentStatus",
     "ApprovalCallback",
+    "ChatMessage",
     "ChildEnded",
     "ChildStarted",
     "DelegateQueue",
     "FailureKind",
+    "FunctionCall",
+    "HistoryError",
+    "MCPHTTPServer",
+    "MCPServer",
+    "MCPStdioServer",
     "Mode",
     "ModelClient",
     "ModelEndpoint",
@@ -86,9 +100,11 @@ __all__ = [
     "TextDelta",
     "Tool",
     "ToolCall",
+    "ToolCallMessage",
     "ToolEnded",
     "ToolOutcome",
     "ToolStarted",
     "find_shell",
     "missing_shell_diagnostic",
+    "parse_history",
 ]

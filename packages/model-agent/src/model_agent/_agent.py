@@ -13,7 +13,6 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 from subagent_core import CancelSignal, Usage
@@ -21,6 +20,8 @@ from subagent_core import CancelSignal, Usage
 from ._activity import ActivityEntry, ActivityLog
 from ._config import AgentConfig
 from ._events import AgentEvent, AgentObserver, Retrying, ToolEnded, ToolStarted
+from ._history import ChatMessage, parse_history
+from ._mcp_tools import open_mcp_tools
 from ._model_client import ModelClient, ModelRequestError
 from ._result import AgentResult, AgentStatus
 from ._round import ModelRound, ToolCall
@@ -64,7 +65,7 @@ class Agent:
         self._config = config
         self._observer = observer
         self._toolset = Toolset(config, extra_tools=extra_tools, agent_factory=Agent)
-        self._messages: list[dict[str, Any]] = []
+        self._history: list[ChatMessage] = []
         self._running = False
 
     @property
@@ -88,18 +89,39 @@ class Agent:
         return self._toolset.diagnostics
 
     @property
-    def messages(self) -> tuple[dict[str, Any], ...]:
-        """The conversation so far, as sent to the model."""
-        return tuple(self._messages)
+    def messages(self) -> tuple[ChatMessage | dict[str, str], ...]:
+        """The conversation so far as the next request sends it (system prompt first)."""
+        return (self.system_message(), *self._history)
 
-    async def run(self, prompt: str, cancel: CancelSignal | None = None) -> AgentResult:
+    @property
+    def history(self) -> tuple[ChatMessage, ...]:
+        """The conversation so far, without the system prompt (what `run` returns)."""
+        return tuple(self._history)
+
+    def system_message(self) -> dict[str, str]:
+        """The system message every request starts with (it follows the agent's mode)."""
+        return {"role": "system", "content": _system_prompt(self._config)}
+
+    async def run(
+        self,
+        prompt: str,
+        cancel: CancelSignal | None = None,
+        *,
+        history: Sequence[ChatMessage] | None = None,
+    ) -> AgentResult:
         """Works on `prompt` until an answer, the step limit, a failure or `cancel`.
+
+        `history` (a previous result's `history`, or `parse_history` of a stored one) replaces
+        the conversation this agent had; None continues the agent's own.
 
         Raises:
             RuntimeError: another run of this agent is in progress.
+            HistoryError: `history` is not a well-formed conversation.
         """
         if self._running:
             raise RuntimeError("Agent.run is already in progress for this agent")
+        if history is not None:
+            self._history = list(parse_history(history))
         self._running = True
         cancel = CancelSignal() if cancel is None else cancel
         activity = ActivityLog()
@@ -109,26 +131,36 @@ class Agent:
             )
         except OSError:
             self._running = False
-            return AgentResult(status="failed", output="", error="the workspace is not accessible")
-        context = RequestContext(
-            runtime=self._config.runtime,
-            mode=self._config.mode,
-            space=self._config.space,
-            depth=self._config.depth,
-            workspace=workspace,
-            workspace_identity=identity,
-            shell=self._toolset.shell,
-            tool_names=self._toolset.names,
-            cancel=cancel,
-            activity=activity,
-        )
-        context.observer = self._gated(context)
-        run = _Run(self, context)
+            return AgentResult(
+                status="failed",
+                output="",
+                error="the workspace is not accessible",
+                history=tuple(self._history),
+            )
         try:
-            result = await run.execute(prompt)
+            async with open_mcp_tools(self._config) as mcp_tools:
+                toolset = self._toolset.with_tools(mcp_tools)
+                context = RequestContext(
+                    runtime=self._config.runtime,
+                    mode=self._config.mode,
+                    space=self._config.space,
+                    depth=self._config.depth,
+                    workspace=workspace,
+                    workspace_identity=identity,
+                    shell=self._toolset.shell,
+                    tool_names=toolset.names,
+                    cancel=cancel,
+                    activity=activity,
+                    mcp_tools=mcp_tools,
+                )
+                context.observer = self._gated(context)
+                run = _Run(self, context, toolset)
+                try:
+                    result = await run.execute(prompt)
+                finally:
+                    context.state = "terminal"
+                    activity.close()
         finally:
-            context.state = "terminal"
-            activity.close()
             self._running = False
         return AgentResult(
             status=result.status,
@@ -136,6 +168,7 @@ class Agent:
             error=result.error,
             usage=run.usage(),
             activity=activity.snapshot(),
+            history=tuple(self._history),
         )
 
     def _gated(self, context: RequestContext) -> AgentObserver:
@@ -162,11 +195,12 @@ class _Ending:
 class _Run:
     """The state of one `Agent.run`."""
 
-    def __init__(self, agent: Agent, context: RequestContext) -> None:
+    def __init__(self, agent: Agent, context: RequestContext, toolset: Toolset) -> None:
         self._agent = agent
         self._config = agent._config
-        self._toolset = agent._toolset
-        self._messages = agent._messages
+        self._toolset = toolset
+        self._history = agent._history
+        self._system = agent.system_message()
         self._context = context
         self._input_tokens: int | None = None
         self._output_tokens: int | None = None
@@ -210,9 +244,7 @@ class _Run:
         config = self._config
         context = self._context
         cancel = context.cancel
-        if not self._messages:
-            self._messages.append({"role": "system", "content": self._system_prompt()})
-        self._messages.append({"role": "user", "content": prompt})
+        self._history.append({"role": "user", "content": prompt})
         self._record(ActivityEntry(kind="user", text=prompt))
         async with ModelClient(config.endpoint) as client:
             steps = 0
@@ -228,7 +260,7 @@ class _Run:
                 steps += 1
                 try:
                     reply = await client.complete(
-                        self._messages,
+                        [self._system, *self._history],
                         tools=self._toolset.schemas(),
                         cancel=cancel,
                         observer=self._model_observer(show=True),
@@ -238,7 +270,7 @@ class _Run:
                 self._add_usage(reply.usage)
                 self._record_round(reply)
                 last_output = reply.content
-                self._messages.append(_assistant_message(reply))
+                self._history.append(_assistant_message(reply))
                 if not reply.tool_calls:
                     status = _FINISH_STATUS.get(reply.finish_reason or "", "completed")
                     return _Ending(status, reply.content)
@@ -248,21 +280,6 @@ class _Run:
                 ending = await self._run_calls(reply.tool_calls)
                 if ending is not None:
                     return ending
-
-    def _system_prompt(self) -> str:
-        if self._config.system_prompt is not None:
-            return self._config.system_prompt
-        mode = self._config.mode
-        rules = (
-            "You may read the workspace but not change it."
-            if mode == "ask"
-            else "You may read and change the workspace and run commands when tools allow it."
-        )
-        return (
-            "You are a careful software agent working in a project workspace. "
-            f"Mode: {mode}. {rules} Use the tools offered; paths are relative to the workspace "
-            "root. Answer with a concise final message when done."
-        )
 
     def _request_failed(self, error: ModelRequestError) -> _Ending:
         if error.reasoning:
@@ -283,7 +300,7 @@ class _Run:
     def _skip_calls(self, calls: Sequence[ToolCall], text: str) -> None:
         """Answers calls that will not run, so the conversation stays well-formed."""
         for call in calls:
-            self._messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+            self._history.append({"role": "tool", "tool_call_id": call.id, "content": text})
 
     async def _run_calls(self, calls: Sequence[ToolCall]) -> _Ending | None:
         context = self._context
@@ -297,7 +314,7 @@ class _Run:
                 self._skip_calls(calls[index:], _NOT_RUN_INTERNAL)
                 self._record(ActivityEntry(kind="failure", name=call.name, reason="tool-error"))
                 return _Ending("failed", "", f"internal error in tool {call.name}")
-            self._messages.append(
+            self._history.append(
                 {"role": "tool", "tool_call_id": call.id, "content": outcome.content}
             )
             self._record(
@@ -346,12 +363,18 @@ class _Run:
         scope.cancel()
 
     async def _maybe_summarize(self, client: ModelClient) -> _Ending | None:
-        """Replaces the conversation by a summary once it passes the budget (same retry rule)."""
+        """Compacts the conversation once it passes the budget (one model call, same rule).
+
+        Older turns become one summary message and the current turn stays verbatim; when the
+        current turn alone is over the budget, it is summarized with the rest.
+        """
         budget = self._config.context_budget_chars
-        body = self._messages[1:]
-        if len(body) < 2 or _size(body) <= budget:
+        history = self._history
+        if len(history) < 2 or _size(history) <= budget:
             return None
-        transcript = json.dumps(body, ensure_ascii=False)
+        turn = _current_turn_start(history)
+        keep = turn if turn > 0 and _size(history[turn:]) <= budget // 2 else len(history)
+        transcript = json.dumps(history[:keep], ensure_ascii=False)
         request = [
             {"role": "system", "content": SUMMARY_INSTRUCTION},
             {"role": "user", "content": "Summarize the conversation so far:\n" + transcript},
@@ -367,9 +390,32 @@ class _Run:
             return _Ending("failed", "", f"context summarization: {error}")
         self._add_usage(reply.usage)
         self._record(ActivityEntry(kind="summary", text=reply.content))
-        del self._messages[1:]
-        self._messages.append({"role": "user", "content": SUMMARY_PREFIX + reply.content})
+        history[:keep] = [{"role": "user", "content": SUMMARY_PREFIX + reply.content}]
         return None
+
+
+def _system_prompt(config: AgentConfig) -> str:
+    if config.system_prompt is not None:
+        return config.system_prompt
+    mode = config.mode
+    rules = (
+        "You may read the workspace but not change it."
+        if mode == "ask"
+        else "You may read and change the workspace and run commands when tools allow it."
+    )
+    return (
+        "You are a careful software agent working in a project workspace. "
+        f"Mode: {mode}. {rules} Use the tools offered; paths are relative to the workspace "
+        "root. Answer with a concise final message when done."
+    )
+
+
+def _current_turn_start(history: Sequence[ChatMessage]) -> int:
+    """Index of the last user message: where the turn being worked on begins."""
+    for index in range(len(history) - 1, -1, -1):
+        if history[index]["role"] == "user":
+            return index
+    return 0
 
 
 def _workspace_facts(workspace: Path) -> tuple[Path, tuple[int, int]]:
@@ -381,12 +427,12 @@ def _workspace_facts(workspace: Path) -> tuple[Path, tuple[int, int]]:
     return real, (stat.st_dev, stat.st_ino)
 
 
-def _size(messages: Sequence[dict[str, Any]]) -> int:
+def _size(messages: Sequence[ChatMessage]) -> int:
     return sum(len(json.dumps(message, ensure_ascii=False)) for message in messages)
 
 
-def _assistant_message(reply: ModelRound) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+def _assistant_message(reply: ModelRound) -> ChatMessage:
+    message: ChatMessage = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [
             {

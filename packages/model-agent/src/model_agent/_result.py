@@ -8,6 +8,7 @@ from typing import Literal
 from subagent_core import Usage
 
 from ._activity import ActivityEntry
+from ._history import ChatMessage
 
 AgentStatus = Literal["completed", "failed", "cancelled", "max-tokens", "step-limit", "refusal"]
 """`refusal`: the model stopped with `finish_reason: content_filter` (the answer is withheld)."""
@@ -27,3 +28,6 @@ class AgentResult:
     """Tokens summed over every model request of the run; None when none reported usage."""
     activity: tuple[ActivityEntry, ...] = ()
     """Everything the run did, in order (children included, as the tools recorded them)."""
+    history: tuple[ChatMessage, ...] = ()
+    """The conversation after this run, without the system prompt: pass it as the next run's
+    `history` (it is JSON as it is). Well-formed even after a cancel or failure."""
