@@ -11,8 +11,7 @@ lazily on its first start.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol, cast
 
 import anyio
@@ -29,6 +28,7 @@ from acp.schema import (
     TextContentBlock,
     ToolCallUpdate,
 )
+from subagent_core import LineReader
 
 from ._transport import ChildTransport, SessionUpdate
 
@@ -50,47 +50,6 @@ class ClientSink(Protocol):
     ) -> str | None:
         """Returns the option id to select, or `None` to answer `cancelled`."""
         ...
-
-
-class FrameTooLongError(Exception):
-    """The child sent a line longer than `max_frame_bytes`."""
-
-
-class _LineReader:
-    """Newline framing over the child's stdout with a line cap."""
-
-    def __init__(self, stdout: anyio.abc.ByteReceiveStream, max_frame_bytes: int) -> None:
-        self._stdout = stdout
-        self._max = max_frame_bytes
-        self._buffer = bytearray()
-        self._scanned = 0
-        self._eof = False
-
-    async def receive_line(self) -> bytes:
-        buffer = self._buffer
-        while True:
-            index = buffer.find(b"\n", self._scanned)
-            if index >= 0:
-                if index > self._max:
-                    raise FrameTooLongError
-                line = bytes(buffer[:index])
-                del buffer[: index + 1]
-                self._scanned = 0
-                return line
-            if len(buffer) > self._max:
-                raise FrameTooLongError
-            self._scanned = len(buffer)
-            if self._eof:
-                if not buffer:
-                    raise anyio.EndOfStream
-                line = bytes(buffer)
-                buffer.clear()
-                self._scanned = 0
-                return line
-            try:
-                buffer.extend(await self._stdout.receive(_READ_CHUNK))
-            except anyio.EndOfStream:
-                self._eof = True
 
 
 async def discard_rest(stdout: anyio.abc.ByteReceiveStream) -> None:
@@ -158,10 +117,9 @@ class Session:
         write_timeout_seconds: float,
     ) -> None:
         self.transport = ChildTransport(
-            _LineReader(stdout, max_frame_bytes),
+            LineReader(stdout, max_frame_bytes=max_frame_bytes),
             stdin,
             on_update=sink.on_update,
-            frame_too_large=FrameTooLongError,
             write_timeout_seconds=write_timeout_seconds,
         )
         self._conn = ClientSideConnection(cast("Client", _Client(sink)), self.transport)
@@ -197,16 +155,3 @@ def classify_error(error: BaseException) -> ErrorKind:
     if isinstance(error, ConnectionError | EOFError):
         return "connection-lost"
     return "other"
-
-
-OwnerTask = asyncio.Task[None]
-"""The task that owns one run's process and connection."""
-
-
-def spawn_owner(body: Callable[[], Awaitable[None]]) -> OwnerTask:
-    """Runs a run's owner coroutine as its own task; the run keeps the reference and awaits it."""
-
-    async def run() -> None:
-        await body()
-
-    return asyncio.get_running_loop().create_task(run(), name="subagent_acp.run")

@@ -1,7 +1,8 @@
 """`ACPConfig`: how to start an ACP child, checked once at construction.
 
 Every bad value is a `ValueError` naming the key, so a misconfigured provider fails where it is
-built, not in the middle of a run. Names and paths here are operator configuration; only
+built, not in the middle of a run. The command fields (`command`, `args`, `env`, `cwd`) are
+validated by `subagent_core.ChildCommand`, the rules every provider shares. Names and paths here are operator configuration; only
 `provider_name` ever reaches diagnostic text, so it is restricted to a safe token.
 """
 
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, cast
+
+from subagent_core import ChildCommand
 
 PermissionPolicy = Literal["allow", "reject"]
 
@@ -34,11 +37,6 @@ def _fail(key: str, requirement: str) -> ValueError:
     return ValueError(f"ACPConfig.{key} {requirement}")
 
 
-def _no_nul(key: str, value: str) -> None:
-    if "\x00" in value:
-        raise _fail(key, "must not contain NUL characters")
-
-
 def _positive_seconds(key: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail(key, "must be a number of seconds")
@@ -56,26 +54,17 @@ def enterable_directory(path: Path) -> bool:
         return False
 
 
-def _fspath(value: object) -> object:
-    return os.fspath(cast("str | os.PathLike[str]", value))
-
-
-def _resolve_cwd(value: object) -> Path | None:
-    if value is None:
-        return None
-    if not isinstance(value, str | os.PathLike):
-        raise _fail("cwd", "must be a path or None")
-    text = _fspath(cast(object, value))
-    if not isinstance(text, str) or text == "":
-        raise _fail("cwd", 'must be a non-empty path ("" is not a directory)')
-    _no_nul("cwd", text)
-    path = Path(text)
-    if not path.is_absolute():
-        path = Path.cwd() / path
-    path = Path(os.path.normpath(path))
-    if not enterable_directory(path):
-        raise _fail("cwd", "must be an existing directory the process can enter")
-    return path
+def _child_command(config: ACPConfig) -> ChildCommand:
+    """Validates the command fields by the rules every provider shares."""
+    try:
+        return ChildCommand(
+            command=config.command,
+            args=cast("tuple[str, ...]", config.args),
+            env=config.env,
+            cwd=config.cwd,
+        )
+    except ValueError as error:
+        raise ValueError(f"ACPConfig.{error}") from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,11 +107,14 @@ class ACPConfig:
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         set_(self, "provider_name", _check_provider_name(self.provider_name))
-        set_(self, "command", _check_command(self.command))
-        set_(self, "args", _check_args(self.args))
-        set_(self, "cwd", _resolve_cwd(self.cwd))
+        command = _child_command(self)
+        if command.cwd is not None and not enterable_directory(command.cwd):
+            raise _fail("cwd", "must be an existing directory the process can enter")
+        set_(self, "command", command.command)
+        set_(self, "args", command.args)
+        set_(self, "env", command.env)
+        set_(self, "cwd", command.cwd)
         set_(self, "permission", _check_permission(self.permission))
-        set_(self, "env", MappingProxyType(_check_env(self.env)))
         for key in (
             "dispose_eof_grace_seconds",
             "dispose_grace_seconds",
@@ -138,6 +130,10 @@ class ACPConfig:
         """The child's full argv."""
         return [self.command, *self.args]
 
+    def child_command(self, cwd: Path) -> ChildCommand:
+        """The command to spawn with `cwd` (already checked) as its working directory."""
+        return ChildCommand(command=self.command, args=tuple(self.args), env=self.env, cwd=cwd)
+
 
 def _check_provider_name(name: object) -> str:
     if not isinstance(name, str) or _PROVIDER_NAME.fullmatch(name) is None:
@@ -145,25 +141,6 @@ def _check_provider_name(name: object) -> str:
             "provider_name", "must be 1-64 letters, digits, '.', '_' or '-', starting alnum"
         )
     return name
-
-
-def _check_command(command: object) -> str:
-    if not isinstance(command, str) or command == "":
-        raise _fail("command", "must be a non-empty string")
-    _no_nul("command", command)
-    return command
-
-
-def _check_args(args: object) -> tuple[str, ...]:
-    if isinstance(args, str | bytes) or not isinstance(args, Sequence):
-        raise _fail("args", "must be a sequence of strings")
-    checked: list[str] = []
-    for item in cast("Sequence[object]", args):
-        if not isinstance(item, str):
-            raise _fail("args", "must contain only strings")
-        _no_nul("args", item)
-        checked.append(item)
-    return tuple(checked)
 
 
 def _check_permission(permission: object) -> PermissionPolicy:
@@ -178,16 +155,3 @@ def _positive_int(key: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise _fail(key, "must be a positive int")
     return value
-
-
-def _check_env(env: object) -> dict[str, str | None]:
-    if not isinstance(env, Mapping):
-        raise _fail("env", "must be a mapping of names to strings or None")
-    checked: dict[str, str | None] = {}
-    for name, value in cast("Mapping[object, object]", env).items():
-        if not isinstance(name, str) or name == "" or "=" in name or "\x00" in name:
-            raise _fail("env", "names must be non-empty strings without '=' or NUL")
-        if value is not None and (not isinstance(value, str) or "\x00" in value):
-            raise _fail("env", "values must be strings without NUL, or None")
-        checked[name] = value
-    return checked

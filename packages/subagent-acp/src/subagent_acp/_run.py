@@ -22,13 +22,13 @@ import anyio
 from acp.schema import TextContentBlock
 from subagent_core import (
     ManagedProcess,
+    OwnedTask,
     SpawnError,
     StopReason,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
     SubagentStartError,
-    child_env,
     compose_start_error,
     new_run_id,
     open_managed_process,
@@ -36,7 +36,7 @@ from subagent_core import (
     safe_tool_kind,
 )
 
-from ._bridge import OwnerTask, Session, classify_error, discard_rest, spawn_owner
+from ._bridge import Session, classify_error, discard_rest
 from ._config import ACPConfig
 from ._facts import Failure, Stage, map_stop_reason, result_diagnostic, teardown_line
 from ._output import BoundedText
@@ -109,8 +109,7 @@ class ACPRun(SubagentRun):
         self._ready = anyio.Event()
         self._settled = anyio.Event()
         self._stop = anyio.Event()
-        self._done = anyio.Event()
-        self._owner: OwnerTask | None = None
+        self._owner: OwnedTask | None = None
         graces = (
             config.dispose_eof_grace_seconds
             + config.dispose_grace_seconds
@@ -128,7 +127,7 @@ class ACPRun(SubagentRun):
         Raises:
             SubagentStartError: the child could not start; its tree was torn down first.
         """
-        self._owner = spawn_owner(self._own)
+        self._owner = OwnedTask.start(self._own, name="subagent_acp.run")
         try:
             await self._ready.wait()
         except BaseException:
@@ -136,11 +135,11 @@ class ACPRun(SubagentRun):
             with anyio.CancelScope(shield=True):
                 self._stop.set()
                 with anyio.move_on_after(self._dispose_bound):
-                    await self._done.wait()
+                    await self._wait_owner()
             raise
         if self._start_error is not None:
             with anyio.CancelScope(shield=True), anyio.move_on_after(self._dispose_bound):
-                await self._done.wait()
+                await self._wait_owner()
             raise self._start_error from self._start_cause
 
     async def result(self) -> SubagentResult:
@@ -163,16 +162,23 @@ class ACPRun(SubagentRun):
             self._settle("aborted", None)
             self._stop.set()
             with anyio.move_on_after(self._dispose_bound):
-                await self._done.wait()
+                await self._wait_owner()
             if not self._disposed:
                 self._disposed = True
-                if self._done.is_set():
+                if self._owner_done():
                     self._dispose_text = self._teardown_line
                 else:
                     _log.warning("ACP run %s: teardown did not finish in time", self.id)
                     outcome = None if self._proc is None else self._proc.outcome
                     self._dispose_text = teardown_line(self._config.provider_name, outcome)
             return self._dispose_text
+
+    async def _wait_owner(self) -> None:
+        if self._owner is not None:
+            await self._owner.wait()
+
+    def _owner_done(self) -> bool:
+        return self._owner is None or self._owner.done
 
     # -- client callbacks (called by the SDK inside the owner's connection) ----------------
 
@@ -210,12 +216,13 @@ class ACPRun(SubagentRun):
     # -- owner side ------------------------------------------------------------------------
 
     async def _own(self) -> None:
+        command = self._config.child_command(self._cwd)
         try:
             try:
                 async with open_managed_process(
-                    self._config.argv,
-                    cwd=self._cwd,
-                    env=child_env(self._config.env),
+                    command.argv,
+                    cwd=command.cwd,
+                    env=command.environment(),
                     stdin="pipe",
                     stdout="pipe",
                     stderr="inherit",
@@ -248,7 +255,6 @@ class ACPRun(SubagentRun):
             if not self._ready.is_set():
                 self._fail_start(_unexpected(self._stage), None, None)
             self._settle("aborted", None)
-            self._done.set()
 
     def _fail_start(
         self,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import anyio
 import anyio.abc
@@ -45,6 +45,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 from pydantic import ValidationError
+from subagent_core import FrameTooLargeError, LineReader
 
 _log = logging.getLogger("subagent_acp")
 
@@ -57,14 +58,6 @@ REFUSAL_MESSAGE = "Too many concurrent requests to the client"
 
 Broken = Literal["frame-too-large", "write-stalled"]
 """Why the transport ended the connection itself; both classify as `transport`."""
-
-
-class LineSource(Protocol):
-    """A bounded NDJSON line reader (`subagent_core.LineReader`'s shape)."""
-
-    async def receive_line(self) -> bytes:
-        """One line without its terminator; raises `anyio.EndOfStream` at the end."""
-        ...
 
 
 class ConnectionLostError(ConnectionError):
@@ -94,17 +87,15 @@ class ChildTransport:
 
     def __init__(
         self,
-        reader: LineSource,
+        reader: LineReader,
         stdin: anyio.abc.ByteSendStream,
         *,
         on_update: Callable[[SessionUpdate], None],
-        frame_too_large: type[Exception],
         write_timeout_seconds: float,
     ) -> None:
         self._reader = reader
         self._stdin = stdin
         self._on_update = on_update
-        self._frame_too_large = frame_too_large
         self._write_timeout = write_timeout_seconds
         self._send_lock = anyio.Lock()
         self._receive_scope: anyio.CancelScope | None = None
@@ -156,9 +147,7 @@ class ChildTransport:
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as error:
                     _log.debug("reading from the ACP child failed", exc_info=error)
                     return None
-                except Exception as error:
-                    if not isinstance(error, self._frame_too_large):
-                        raise
+                except FrameTooLargeError:
                     _log.warning("the ACP child sent a line over max_frame_bytes; closing")
                     self.broken = "frame-too-large"
                     return None
