@@ -123,17 +123,40 @@ def test_the_error_text_is_fixed() -> None:
     assert str(FrameTooLargeError(8)) == "a line was longer than the frame limit of 8 bytes"
 
 
-async def test_an_over_long_line_is_discarded_in_chunks_without_holding_it() -> None:
-    """5 MiB without a newline under a 1 KiB limit: the reader never buffers much of it."""
+async def test_an_over_long_line_raises_at_once_and_is_discarded_on_the_next_call() -> None:
+    """5 MiB without a newline under a 1 KiB limit: the raise comes after one chunk, and the
+    discard pulls one chunk at a time, never accumulating the line."""
     chunk = b"x" * 65536
     stream = ChunkStream([chunk] * 80 + [b"tail\nnext\n"])
     reader = LineReader(stream, max_frame_bytes=1024)
     with anyio.fail_after(10):
         with pytest.raises(FrameTooLargeError):
             await reader.receive_line()
+        assert stream.receives == 1  # a caller that stops here reads nothing more
         assert await reader.receive_line() == b"next"
-    # Data is pulled one chunk at a time, never accumulated: 80 chunks + the tail + EOF probe.
     assert stream.receives == 81
+
+
+class EndlessStream(anyio.abc.ByteReceiveStream):
+    """A peer flooding bytes with no newline, forever."""
+
+    def __init__(self) -> None:
+        self.receives = 0
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        self.receives += 1
+        return b"x" * 4096
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_peer_that_never_ends_its_line_is_refused_once_the_limit_is_passed() -> None:
+    stream = EndlessStream()
+    reader = LineReader(stream, max_frame_bytes=64 * 1024)
+    with anyio.fail_after(10), pytest.raises(FrameTooLargeError):
+        await reader.receive_line()
+    assert stream.receives == 17  # 16 full chunks plus the one that passed the limit
 
 
 async def test_a_cancel_during_the_discard_resumes_it_on_the_next_call() -> None:
@@ -141,14 +164,14 @@ async def test_a_cancel_during_the_discard_resumes_it_on_the_next_call() -> None
     reader = LineReader(receive, max_frame_bytes=4)
     with anyio.fail_after(10), send, receive:
         await send.send(b"0123456789")  # over the limit, no newline yet
+        with pytest.raises(FrameTooLargeError):
+            await reader.receive_line()
         async with anyio.create_task_group() as tg:
             tg.start_soon(reader.receive_line)
             await anyio.wait_all_tasks_blocked()  # it is discarding, waiting for the rest
             tg.cancel_scope.cancel()
         await send.send(b"more junk\nok\n")
         send.close()
-        with pytest.raises(FrameTooLargeError):
-            await reader.receive_line()
         assert await reader.receive_line() == b"ok"
         for _ in range(2):
             with pytest.raises(anyio.EndOfStream):

@@ -26,10 +26,12 @@ _DISCARD_CHUNK: Final = 65536
 
 
 class FrameTooLargeError(Exception):
-    """A line was longer than the reader's `max_frame_bytes`; it was discarded whole.
+    """A line was longer than the reader's `max_frame_bytes`.
 
-    The reader is still usable: the next `receive_line()` returns the line after it. A client
-    usually stops here; a server may skip the line and go on.
+    Raised as soon as the limit is passed, without reading the rest of the line. The reader is
+    still usable: the next `receive_line()` first discards the rest of that line (in bounded
+    chunks), then returns the line after it. A client usually stops here; a server skips the
+    line by calling again.
     """
 
     def __init__(self, limit: int) -> None:
@@ -42,8 +44,9 @@ class LineReader:
     """Reads newline-terminated lines from a byte stream, each at most `max_frame_bytes` long.
 
     `\\n` and `\\r\\n` both end a line and are not part of it. A final line without a newline
-    is returned before `anyio.EndOfStream`. Cancelling `receive_line()` loses no data, and a
-    cancel during the discard of an over-long line resumes that discard on the next call.
+    is returned before `anyio.EndOfStream`. Each over-long line raises `FrameTooLargeError`
+    once. Cancelling `receive_line()` loses no data, and a cancel during the discard of an
+    over-long line resumes that discard on the next call.
 
     Errors of the underlying stream (`anyio.BrokenResourceError`, `anyio.ClosedResourceError`,
     `OSError`) pass through unchanged.
@@ -75,7 +78,7 @@ class LineReader:
 
         Raises:
             anyio.EndOfStream: the stream ended and every line was returned.
-            FrameTooLargeError: the next line was over the limit; it has been discarded.
+            FrameTooLargeError: the next line is over the limit; the next call skips its rest.
         """
         self._since_checkpoint += 1
         if self._since_checkpoint >= _FAIRNESS_LINES:
@@ -84,16 +87,15 @@ class LineReader:
             await anyio.lowlevel.checkpoint()
         if self._discarding:
             await self._discard_rest()
-            raise FrameTooLargeError(self._max)
         if self._eof:
             raise anyio.EndOfStream
         try:
             line = await self._buffered.receive_until(b"\n", self._until_limit)
         except anyio.DelimiterNotFound:
-            self._discarding = True
             # The whole buffer was searched and holds no newline: it is all part of this line.
+            # Drop it now and the rest on the next call, so a caller that stops reads no more.
+            self._discarding = True
             await self._buffered.receive(len(self._buffered.buffer))
-            await self._discard_rest()
             raise FrameTooLargeError(self._max) from None
         except anyio.IncompleteRead:
             self._eof = True
