@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import gc
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
+import anyio
+import psutil
 import pytest
 from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
 from subagent_sdk import SDKClient, SDKConfig, SDKProvider
@@ -60,6 +64,69 @@ def provider(tmp_path: Path) -> Callable[..., SDKProvider]:
         settings: dict[str, object] = {
             "command": argv[0],
             "args": argv[1:],
+            "cwd": tmp_path,
+            **DISPOSE_GRACES,
+            **config,
+        }
+        return SDKProvider(SDKConfig(**settings))  # type: ignore[arg-type]
+
+    return make
+
+
+class RSSWatch:
+    """The test process's resident set: its size before, and the peak seen while watching."""
+
+    def __init__(self) -> None:
+        gc.collect()
+        self._process = psutil.Process()
+        self.baseline = self._process.memory_info().rss
+        self.peak = self.baseline
+
+    def sample(self) -> None:
+        self.peak = max(self.peak, self._process.memory_info().rss)
+
+    @property
+    def growth(self) -> int:
+        """Peak minus baseline, in bytes."""
+        self.sample()
+        return self.peak - self.baseline
+
+
+@pytest.fixture
+def rss() -> Callable[[], AbstractAsyncContextManager[RSSWatch]]:
+    """`async with rss() as watch:` samples this process's RSS every 10 ms inside the block.
+
+    The sampling measures a bound; it never synchronises anything.
+    """
+
+    @asynccontextmanager
+    async def watch() -> AsyncIterator[RSSWatch]:
+        watch = RSSWatch()
+
+        async def sample() -> None:
+            while True:
+                watch.sample()
+                await anyio.sleep(0.01)
+
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(sample)
+            try:
+                yield watch
+            finally:
+                task_group.cancel_scope.cancel()
+        watch.sample()
+
+    return watch
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Callable[..., SDKProvider]:
+    """An `SDKProvider` over tests/children/hostile_runtime.py in the given mode."""
+
+    def make(mode: str, arg: str = "", **config: object) -> SDKProvider:
+        settings: dict[str, object] = {
+            "command": sys.executable,
+            "args": [str(CHILDREN / "hostile_runtime.py"), mode, arg],
             "cwd": tmp_path,
             **DISPOSE_GRACES,
             **config,

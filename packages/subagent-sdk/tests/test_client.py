@@ -307,7 +307,7 @@ async def test_owned_run_collects_only_its_root_after_the_receipt(
             second = await client.run_prompt("session-a", "two")
     for transcript in (first, second):
         assert transcript.output == "root answer"
-        assert transcript.deltas == ["root", " ans", "wer"]
+        assert transcript.delta_text == "root answer"
         assert transcript.turn_end is not None
         assert transcript.turn_end.kind == "completed"
         assert transcript.finished
@@ -350,7 +350,7 @@ def _turn_end(session: str, kind: str) -> Notification:
     return _event(session, "turn/end", {"reason": {"kind": kind}})
 
 
-def test_the_transcript_takes_the_last_root_values_from_the_receipt_on() -> None:
+def test_the_transcript_takes_root_values_from_the_receipt_to_each_turn_end() -> None:
     transcript = RunTranscript("root")
     transcript.message_id = "m-1"
     for notification in [
@@ -373,9 +373,15 @@ def test_the_transcript_takes_the_last_root_values_from_the_receipt_on() -> None
     ]:
         transcript.feed(notification)
     assert not transcript.finished
-    assert (transcript.output, transcript.deltas) == ("second", ["a", "b"])
+    # Text after the root turn end is not output; the last turn end still counts.
+    assert (transcript.output, transcript.delta_text) == ("first", "a")
     assert transcript.turn_end is not None
     assert transcript.turn_end.kind == "max-tokens"
+    # A new root turn opens collection again.
+    transcript.feed(_event("root", "turn/start", {}))
+    transcript.feed(_delta("root", "text-delta", "c"))
+    transcript.feed(_message("root", "third"))
+    assert (transcript.output, transcript.delta_text) == ("third", "ac")
     transcript.feed(_status("root", "idle"))
     assert transcript.finished
 
@@ -410,7 +416,7 @@ async def test_prompts_to_one_session_queue_and_sessions_are_independent(
     for transcript in transcripts.values():
         assert transcript.finished
         assert transcript.output == "queued answer"
-        assert transcript.deltas == ["queue", "d ans", "wer"]
+        assert transcript.delta_text == "queued answer"
         assert transcript.turn_end is not None
         assert transcript.turn_end.kind == "completed"
     assert len({t.message_id for t in transcripts.values()}) == 3

@@ -1,9 +1,16 @@
 """`SDKClient`: one runtime process, one JSON-RPC connection, many subscriptions.
 
 The client owns the managed process (stderr piped and drained continuously), a reader that
-resolves responses (in any order; unknown ids ignored) and fans notifications out to
-subscriptions, and the shutdown sequence. When the runtime's output ends every pending request
-fails with `TransportClosedError`; queued notifications stay readable.
+resolves responses (in any order; the first answer to an id wins, unknown ids and duplicates
+are dropped) and fans notifications out to subscriptions, one writer path whose writes are
+bounded in time, and the shutdown sequence. When the runtime's output ends, or its leader
+exits while a descendant still holds the output open, every pending request fails with
+`TransportClosedError`; queued notifications stay readable.
+
+Nothing a runtime sends makes the client allocate per message beyond fixed bounds: requests
+to the client are refused by one task from a queue of at most `MAX_QUEUED_ANSWERS` answers
+(more are dropped, counted in the host log), subscriptions have bounded queues, and a write
+blocked for `write_timeout_seconds` (a runtime that stopped reading) ends the connection.
 """
 
 from __future__ import annotations
@@ -11,25 +18,35 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections import deque
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Final, Self
 
 import anyio
 import anyio.abc
-from subagent_core import ManagedProcess, ProcessOutcome, SpawnError, open_managed_process
+import anyio.lowlevel
+from subagent_core import (
+    DEFAULT_MAX_FRAME_BYTES,
+    FrameTooLargeError,
+    LineReader,
+    ManagedProcess,
+    OwnedTask,
+    ProcessOutcome,
+    SpawnError,
+    open_managed_process,
+)
 
-from ._background import BackgroundTask
 from ._errors import JSONRPCError, RequestTimeoutError, SDKError, TransportClosedError
 from ._framing import (
-    DEFAULT_MAX_FRAME_BYTES,
-    FrameReader,
-    FrameTooLargeError,
-    FrameWriter,
     Notification,
     Request,
     Response,
+    encode_frame,
+    error_frame,
     new_request_id,
+    parse_frame,
+    request_frame,
 )
 from ._json import JSONObject, JSONValue
 from ._stderr import StderrTail
@@ -49,11 +66,26 @@ from ._wire import (
 _log = logging.getLogger("subagent_sdk")
 
 OUTCOME_WAIT_SECONDS: Final = 1.0
-"""How long a closed connection waits for the runtime's exit facts (diagnostics.md: 1.0 s)."""
+"""How long a closed connection waits for the runtime's exit facts before classifying."""
+
+DEFAULT_WRITE_TIMEOUT_SECONDS: Final = 10.0
+"""A write blocked this long means the runtime stopped reading its stdin: the connection ends."""
+
+MAX_QUEUED_ANSWERS: Final = 8
+"""Refusals of runtime→client requests waiting to be written; a request beyond is dropped."""
+
+_MAX_ANSWERED_ID_CHARS: Final = 1024
+"""A request id longer than this is not echoed back (its answer would cost its own size)."""
+
+_YIELD_BYTES: Final = 1024 * 1024
+"""The reader yields to other tasks at least once per this many bytes of frames."""
+
+_DROPS_LOGGED: Final = 16
+"""Dropped frames logged one by one; later ones are only counted (summary at close)."""
 
 
 class _Pending:
-    """The reply slot of one request."""
+    """The reply slot of one request: the first answer (or failure) wins."""
 
     __slots__ = ("done", "error", "result")
 
@@ -63,6 +95,8 @@ class _Pending:
         self.error: SDKError | None = None
 
     def resolve(self, response: Response) -> None:
+        if self.done.is_set():
+            return
         if response.error is not None:
             error = response.error
             self.error = JSONRPCError(error.code, error.message, error.data)
@@ -74,6 +108,26 @@ class _Pending:
         if not self.done.is_set():
             self.error = TransportClosedError(message)
             self.done.set()
+
+
+class _Drops:
+    """Counts frames the client dropped; logs the first few by kind and size, never content."""
+
+    __slots__ = ("bytes", "count")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.bytes = 0
+
+    def drop(self, what: str, size: int) -> None:
+        self.count += 1
+        self.bytes += size
+        if self.count <= _DROPS_LOGGED:
+            _log.debug("dropped %s (%d bytes)", what, size)
+
+    def summary(self) -> None:
+        if self.count > _DROPS_LOGGED:
+            _log.debug("dropped %d frames from the SDK runtime (%d bytes)", self.count, self.bytes)
 
 
 class SDKClient:
@@ -96,6 +150,7 @@ class SDKClient:
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        write_timeout_seconds: float = DEFAULT_WRITE_TIMEOUT_SECONDS,
         shutdown_timeout_seconds: float = 1.0,
         eof_grace_seconds: float = 6.0,
         term_grace_seconds: float = 3.0,
@@ -105,17 +160,23 @@ class SDKClient:
         self._cwd = None if cwd is None else os.fspath(cwd)
         self._env = None if env is None else dict(env)
         self._max_frame_bytes = max_frame_bytes
+        self._write_timeout_seconds = write_timeout_seconds
         self._shutdown_timeout_seconds = shutdown_timeout_seconds
         self._graces = (eof_grace_seconds, term_grace_seconds, kill_grace_seconds)
-        self._supervisor: BackgroundTask | None = None
+        self._supervisor: OwnedTask | None = None
         self._ready = anyio.Event()
         self._stop = anyio.Event()
         self._spawn_error: Exception | None = None
         self._process: ManagedProcess | None = None
-        self._writer: FrameWriter | None = None
-        self._task_group: anyio.abc.TaskGroup | None = None
+        self._stdin: anyio.abc.ByteSendStream | None = None
+        self._write_lock = anyio.Lock()
         self._pending: dict[str, _Pending] = {}
+        self._answers: deque[bytes] = deque()
+        self._answers_waiting = anyio.Event()
+        self._drops = _Drops()
         self._closed_message: str | None = None
+        self._closed = anyio.Event()
+        self._reader_ended = anyio.Event()
         self._stderr = StderrTail()
         self._tree = SessionTree()
         self._subscriptions: list[Subscription] = []
@@ -133,7 +194,7 @@ class SDKClient:
         """
         if self._supervisor is not None:
             raise RuntimeError("SDKClient.start() was already called")
-        self._supervisor = BackgroundTask(self._supervise, name="subagent-sdk client")
+        self._supervisor = OwnedTask.start(self._supervise, name="subagent-sdk client")
         try:
             await self._ready.wait()
         except BaseException:
@@ -196,6 +257,7 @@ class SDKClient:
         self._stop.set()
         await self._supervisor.wait()
         self._fail_transport("the SDK client is closed")
+        self._drops.summary()
         return gone
 
     @property
@@ -217,6 +279,10 @@ class SDKClient:
     def closed(self) -> bool:
         """True once the connection ended (runtime output ended, or `close()`)."""
         return self._closed_message is not None
+
+    async def wait_closed(self) -> None:
+        """Waits until the connection ended (output ended, leader exited, or `close()`)."""
+        await self._closed.wait()
 
     async def wait_outcome(self, seconds: float) -> ProcessOutcome | None:
         """Waits up to `seconds` for the runtime to exit; its facts, or `None` if not observed."""
@@ -246,11 +312,12 @@ class SDKClient:
                 assert process.stdout is not None
                 assert process.stderr is not None
                 self._process = process
-                self._writer = FrameWriter(process.stdin)
+                self._stdin = process.stdin
                 async with anyio.create_task_group() as task_group:
-                    self._task_group = task_group
                     task_group.start_soon(self._stderr.drain, process.stderr)
                     task_group.start_soon(self._read, process, process.stdout)
+                    task_group.start_soon(self._watch_exit, process)
+                    task_group.start_soon(self._answer_requests)
                     self._ready.set()
                     await self._stop.wait()
                     task_group.cancel_scope.cancel()
@@ -259,25 +326,46 @@ class SDKClient:
                 raise
             self._spawn_error = error
         finally:
-            self._task_group = None
             self._fail_transport("the SDK runtime connection closed")
             self._ready.set()
 
     async def _read(self, process: ManagedProcess, stdout: anyio.abc.ByteReceiveStream) -> None:
-        reader = FrameReader(stdout, max_frame_bytes=self._max_frame_bytes)
+        reader = LineReader(stdout, max_frame_bytes=self._max_frame_bytes)
+        unyielded = 0
         try:
-            while True:
-                self._dispatch(await reader.receive())
+            while self._closed_message is None:
+                line = await reader.receive_line()
+                frame = parse_frame(line)
+                if frame is not None:
+                    self._dispatch(frame, len(line))
+                unyielded += len(line)
+                if unyielded >= _YIELD_BYTES:
+                    # Let subscribers drain what was just queued before reading more, so their
+                    # queues stay far below their bounds whenever they are being read.
+                    unyielded = 0
+                    await anyio.lowlevel.checkpoint()
         except FrameTooLargeError:
             limit = self._max_frame_bytes
             self._fail_transport(f"the SDK runtime sent a line over the {limit}-byte frame limit")
-            # The stream is no longer trusted, but keep it flowing so the runtime never blocks.
-            await _discard(stdout)
-            return
         except anyio.EndOfStream:
-            reason = "the SDK runtime closed its output"
-        except OSError:
-            reason = "reading the SDK runtime's output failed"
+            await self._fail_with_facts(process, "the SDK runtime closed its output")
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await self._fail_with_facts(process, "reading the SDK runtime's output failed")
+        finally:
+            self._reader_ended.set()
+        # The stream is no longer trusted, but keep it flowing so the runtime never blocks.
+        await _discard(stdout)
+
+    async def _watch_exit(self, process: ManagedProcess) -> None:
+        """Ends the connection when the leader exits, even while a descendant holds stdout."""
+        await process.wait()
+        # Frames the runtime wrote before exiting are still read; normally its output ends now.
+        with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
+            await self._reader_ended.wait()
+            await self._stderr.ended.wait()
+        self._fail_transport(self._closed_text("the SDK runtime exited", process.outcome))
+
+    async def _fail_with_facts(self, process: ManagedProcess, reason: str) -> None:
         # Wait briefly for the exit facts and the last stderr lines, for the host-log message.
         with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
             await process.wait()
@@ -295,37 +383,80 @@ class SDKClient:
             facts += "; last stderr lines:\n" + "\n".join(lines)
         return facts
 
-    def _dispatch(self, frame: Request | Response | Notification) -> None:
+    def _dispatch(self, frame: Request | Response | Notification, size: int) -> None:
         if isinstance(frame, Response):
-            slot = self._pending.get(frame.id) if isinstance(frame.id, str) else None
+            # Popped on the first answer: a second answer to the same id finds no slot.
+            slot = self._pending.pop(frame.id, None) if isinstance(frame.id, str) else None
             if slot is None:
-                _log.debug("ignoring a response with an unknown id")
+                self._drops.drop("a response without a waiting request", size)
             else:
                 slot.resolve(frame)
         elif isinstance(frame, Notification):
             self._tree.observe(frame)
             for subscription in list(self._subscriptions):
-                subscription._offer(frame)  # pyright: ignore[reportPrivateUsage]
-        elif self._task_group is not None:
-            # The client serves no methods: the transport-level "no handler" answer.
-            self._task_group.start_soon(self._refuse, frame)
+                subscription._offer(frame, size)  # pyright: ignore[reportPrivateUsage]
+        else:
+            self._refuse(frame, size)
 
-    async def _refuse(self, request: Request) -> None:
-        if self._writer is None:
-            return
-        try:
-            await self._writer.send_error(request.id, METHOD_NOT_FOUND, "Method not found")
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
+    def _refuse(self, request: Request, size: int) -> None:
+        """Queues the transport-level "no handler" answer; the client serves no methods."""
+        if isinstance(request.id, str) and len(request.id) > _MAX_ANSWERED_ID_CHARS:
+            self._drops.drop("a request with an over-long id", size)
+        elif len(self._answers) >= MAX_QUEUED_ANSWERS:
+            self._drops.drop("a request beyond the queued answers", size)
+        else:
+            answer = error_frame(request.id, METHOD_NOT_FOUND, "Method not found")
+            self._answers.append(encode_frame(answer))
+            self._answers_waiting.set()
+
+    async def _answer_requests(self) -> None:
+        """The one task writing refusals, so a flood of requests costs no task per request."""
+        while True:
+            if not self._answers:
+                self._answers_waiting = anyio.Event()
+                await self._answers_waiting.wait()
+                continue
+            try:
+                await self._send(self._answers.popleft())
+            except TransportClosedError:
+                self._answers.clear()
+                return
+
+    async def _send(self, data: bytes) -> None:
+        """Writes one encoded frame; a write blocked past `write_timeout_seconds` ends the
+        connection.
+
+        Raises:
+            TransportClosedError: the connection is closed, the write failed, or it blocked
+                past the bound.
+        """
+        stdin = self._stdin
+        if self._closed_message is not None:
+            raise TransportClosedError(self._closed_message)
+        if stdin is None:
+            raise TransportClosedError("the SDK runtime is not running")
+        with anyio.move_on_after(self._write_timeout_seconds) as scope:
+            async with self._write_lock:
+                try:
+                    await stdin.send(data)
+                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                    raise TransportClosedError("writing to the SDK runtime failed") from error
+        if scope.cancelled_caught:
+            seconds = self._write_timeout_seconds
+            self._fail_transport(f"a write to the SDK runtime was blocked for {seconds} s")
+            raise TransportClosedError(self._closed_message or "")
 
     def _fail_transport(self, message: str) -> None:
         if self._closed_message is not None:
             return
         self._closed_message = message
-        for slot in list(self._pending.values()):
+        self._closed.set()
+        pending, self._pending = self._pending, {}
+        for slot in pending.values():
             slot.fail(message)
         for subscription in list(self._subscriptions):
             subscription._die(message)  # pyright: ignore[reportPrivateUsage]
+        self._answers_waiting.set()
 
     # ---- requests -------------------------------------------------------------------------
 
@@ -343,10 +474,9 @@ class SDKClient:
             TransportClosedError: the runtime is not running, or its output ended first.
             RequestTimeoutError: `timeout_seconds` elapsed; the request is forgotten.
         """
-        writer = self._writer
         if self._closed_message is not None:
             raise TransportClosedError(self._closed_message)
-        if writer is None:
+        if self._stdin is None:
             raise TransportClosedError("the SDK runtime is not running")
         request_id = new_request_id()
         slot = _Pending()
@@ -354,10 +484,7 @@ class SDKClient:
         try:
             limit = math.inf if timeout_seconds is None else timeout_seconds
             with anyio.move_on_after(limit) as scope:
-                try:
-                    await writer.send_request(request_id, method, params or {})
-                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
-                    raise TransportClosedError("writing to the SDK runtime failed") from error
+                await self._send(encode_frame(request_frame(request_id, method, params or {})))
                 await slot.done.wait()
             if scope.cancelled_caught and not slot.done.is_set():
                 raise RequestTimeoutError(f"{method} got no response in {timeout_seconds} s")

@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, cast
 
-from ._framing import DEFAULT_MAX_FRAME_BYTES
+from subagent_core import DEFAULT_MAX_FRAME_BYTES
+
+from ._client import DEFAULT_WRITE_TIMEOUT_SECONDS
+from ._output import DEFAULT_MAX_OUTPUT_BYTES
 
 DEFAULT_PROVIDER_NAME: Final = "dsh-sdk"
 
@@ -69,6 +72,10 @@ class SDKConfig:
     """After SIGKILL, before reporting the tree not gone."""
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     """Longest accepted line from the runtime; a longer one is a transport failure."""
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    """Longest output a run keeps (UTF-8 bytes); longer text is cut with a marker."""
+    write_timeout_seconds: float = DEFAULT_WRITE_TIMEOUT_SECONDS
+    """A write to the runtime blocked this long (it stopped reading) ends the run: `transport`."""
 
     def __post_init__(self) -> None:
         # Values may come from a config file, so every check works on `object`.
@@ -87,10 +94,12 @@ class SDKConfig:
             "dispose_eof_grace_seconds",
             "dispose_grace_seconds",
             "dispose_kill_grace_seconds",
+            "write_timeout_seconds",
         ):
             object.__setattr__(self, key, _positive_seconds(key, getattr(self, key)))
-        if not _positive_int(cast(object, self.max_frame_bytes)):
-            raise _reject("max_frame_bytes", "must be a positive int")
+        for key in ("max_frame_bytes", "max_output_bytes"):
+            if not _positive_int(getattr(self, key)):
+                raise _reject(key, "must be a positive int")
 
 
 def _positive_int(value: object) -> bool:

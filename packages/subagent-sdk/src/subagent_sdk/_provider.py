@@ -100,6 +100,7 @@ class SDKProvider:
             cwd=cwd,
             env=child_env(config.env),
             max_frame_bytes=config.max_frame_bytes,
+            write_timeout_seconds=config.write_timeout_seconds,
             shutdown_timeout_seconds=config.shutdown_timeout_seconds,
             eof_grace_seconds=config.dispose_eof_grace_seconds,
             term_grace_seconds=config.dispose_grace_seconds,
@@ -163,18 +164,23 @@ class SDKProvider:
                 startup_line=startup_line,
                 cleanup_line=None if gone else _shutdown_line(self.name, client),
             ) from failure
-        return _SDKRun(self.name, client, request)
+        return _SDKRun(self.name, client, request, config.max_output_bytes)
 
 
 class _SDKRun(SubagentRun):
     """One published runtime: its driver prompts and collects; `dispose()` closes it."""
 
-    def __init__(self, provider: str, client: SDKClient, request: SubagentRequest) -> None:
+    def __init__(
+        self, provider: str, client: SDKClient, request: SubagentRequest, max_output_bytes: int
+    ) -> None:
         self.id = new_run_id()
         self._provider = provider
         self._client = client
         self._request = request
-        self._transcript = RunTranscript(new_session_id())
+        # A fresh session only this run prompts: a receipt for another message cannot be ours.
+        self._transcript = RunTranscript(
+            new_session_id(), max_output_bytes=max_output_bytes, sole_prompt=True
+        )
         self._settled = anyio.Event()
         self._result: SubagentResult | None = None
         self._dispose_lock = anyio.Lock()

@@ -3,6 +3,10 @@
 A subscription may be scoped to a session tree: the root session plus every child session the
 runtime announced with `subagent.started` under it (recursively). Everything else is dropped
 before it reaches the queue, so a busy runtime's other sessions never block or confuse a run.
+
+Each queue is bounded (`SUBSCRIPTION_MAX_ITEMS` notifications, `SUBSCRIPTION_MAX_BYTES` of
+frames): a subscription whose reader falls that far behind fails itself with
+`TransportClosedError`, so a runtime flooding notifications cannot grow the parent.
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ NotificationFilter = Callable[[Notification], bool]
 """A predicate choosing which notifications a subscription keeps."""
 
 _MAX_TREE_DEPTH: Final = 64
+
+SUBSCRIPTION_MAX_ITEMS: Final = 4096
+"""Most notifications one subscription holds unread."""
+SUBSCRIPTION_MAX_BYTES: Final = 32 * 1024 * 1024
+"""Most frame bytes one subscription holds unread (a single frame always fits an empty queue)."""
 
 
 def notification_session(notification: Notification) -> str | None:
@@ -87,14 +96,15 @@ class Subscription:
         """The root session of the scope, or `None` for every session."""
         self._filter = filter
         self._on_close = on_close
-        self._queue: deque[Notification] = deque()
+        self._queue: deque[tuple[Notification, int]] = deque()
+        self._queued_bytes = 0
         self._wake = anyio.Event()
         self._failure: Exception | None = None
         self._closed_message = closed_message
         self._unsubscribed = False
 
-    def _offer(self, notification: Notification) -> None:
-        if self._unsubscribed or self._failure is not None:
+    def _offer(self, notification: Notification, size: int = 0) -> None:
+        if self._unsubscribed or self._failure is not None or self._closed_message is not None:
             return
         if self.session_id is not None and not self._tree.contains(
             self.session_id, notification_session(notification)
@@ -105,13 +115,34 @@ class Subscription:
                 keep = self._filter(notification)
             except Exception as error:
                 _log.debug("a subscription filter raised; failing that subscription only")
-                self._failure = error
-                self._wake.set()
+                self._fail(error)
                 return
             if not keep:
                 return
-        self._queue.append(notification)
+        if self._queue and (
+            len(self._queue) >= SUBSCRIPTION_MAX_ITEMS
+            or self._queued_bytes + size > SUBSCRIPTION_MAX_BYTES
+        ):
+            _log.debug("a subscription overflowed its bound; failing that subscription only")
+            self._fail(
+                TransportClosedError(
+                    "a subscription fell behind by more than its bound of "
+                    f"{SUBSCRIPTION_MAX_ITEMS} notifications / {SUBSCRIPTION_MAX_BYTES} bytes"
+                )
+            )
+            return
+        self._queue.append((notification, size))
+        self._queued_bytes += size
         self._wake.set()
+
+    def _fail(self, error: Exception) -> None:
+        self._failure = error
+        self._wake.set()
+
+    def _pop(self) -> Notification:
+        notification, size = self._queue.popleft()
+        self._queued_bytes -= size
+        return notification
 
     def _die(self, message: str) -> None:
         if self._closed_message is None:
@@ -120,19 +151,20 @@ class Subscription:
 
     def receive_nowait(self) -> Notification | None:
         """The next queued notification, or `None` when the queue is empty (never waits)."""
-        return self._queue.popleft() if self._queue else None
+        return self._pop() if self._queue else None
 
     async def receive(self) -> Notification:
         """The next notification, waiting for one.
 
         Raises:
-            TransportClosedError: the runtime's output ended and the queue is empty.
+            TransportClosedError: the runtime's output ended, or this subscription overflowed
+                its bound, and the queue is empty.
             Exception: whatever the filter raised, once the queue is empty.
             anyio.ClosedResourceError: this subscription was closed.
         """
         while True:
             if self._queue:
-                return self._queue.popleft()
+                return self._pop()
             if self._failure is not None:
                 raise self._failure
             if self._closed_message is not None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from ._errors import SDKProtocolError
 from ._framing import Notification
+from ._output import DEFAULT_MAX_OUTPUT_BYTES, OutputAccumulator, bound_output
 from ._wire import (
     EVENT_ASSISTANT_CHUNK,
     EVENT_ASSISTANT_MESSAGE,
     EVENT_INBOX_SPLICED,
     EVENT_TURN_END,
+    EVENT_TURN_START,
     SESSION_EVENT,
     SESSION_STATUS,
     SessionEvent,
@@ -22,10 +25,21 @@ class RunTranscript:
     Everything before the receipt (the `agent/inbox/spliced` event carrying the prompt's
     `messageId`) is ignored, so text streamed for an earlier prompt is never attributed to
     this one. Child sessions' events are in scope but only the root session's text, turn end
-    and idle status count.
+    and idle status count. Text after a root `turn/end` is not output unless a new root
+    `turn/start` opens another turn, and the output never exceeds `max_output_bytes`.
+
+    With `sole_prompt=True` (a session that only this run prompts) a root receipt event that
+    does not carry this prompt's `messageId` is a protocol error instead of a wait that could
+    never end.
     """
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        sole_prompt: bool = False,
+    ) -> None:
         self.session_id = session_id
         """The root session this run prompted."""
         self.message_id: str | None = None
@@ -36,23 +50,35 @@ class RunTranscript:
         """True once the root session went idle after the receipt."""
         self.turn_end: TurnEnd | None = None
         """The last root `turn/end` after the receipt, or `None` if there was none."""
-        self.deltas: list[str] = []
-        """Root `text-delta` texts after the receipt, in order."""
-        self.last_message: str | None = None
-        """Text of the last non-empty root `assistant/message` after the receipt."""
+        self._max_output_bytes = max_output_bytes
+        self._sole_prompt = sole_prompt
+        self._deltas = OutputAccumulator(max_output_bytes)
+        self._last_message: str | None = None
+        self._in_turn = True
+
+    @property
+    def delta_text(self) -> str:
+        """Root `text-delta` texts after the receipt, concatenated (bounded)."""
+        return self._deltas.text
+
+    @property
+    def last_message(self) -> str | None:
+        """Text of the last non-empty root `assistant/message` after the receipt (bounded)."""
+        return self._last_message
 
     @property
     def output(self) -> str:
         """The last non-empty message, else the concatenated deltas, else empty."""
-        if self.last_message is not None:
-            return self.last_message
-        return "".join(self.deltas)
+        if self._last_message is not None:
+            return self._last_message
+        return self._deltas.text
 
     def feed(self, notification: Notification) -> None:
         """Takes one in-scope notification; call only after `message_id` is set.
 
         Raises:
-            SDKProtocolError: a malformed root event, message or status after the receipt.
+            SDKProtocolError: a malformed root event, message or status after the receipt, or
+                (with `sole_prompt`) a receipt event for another message.
         """
         method = notification.method
         if not self.receipt_seen:
@@ -74,15 +100,23 @@ class RunTranscript:
             return
         if self.message_id in SessionEvent.parse(notification.params).inserted_ids():
             self.receipt_seen = True
+        elif self._sole_prompt:
+            raise SDKProtocolError("malformed SDK prompt receipt")
 
     def _take_event(self, event: SessionEvent) -> None:
-        if event.type == EVENT_ASSISTANT_CHUNK:
+        if event.type == EVENT_TURN_START:
+            self._in_turn = True
+        elif event.type == EVENT_TURN_END:
+            self.turn_end = event.turn_end()
+            self._in_turn = False
+        elif not self._in_turn:
+            # After the turn end nothing is output (nor read), until a new turn starts.
+            return
+        elif event.type == EVENT_ASSISTANT_CHUNK:
             text = event.chunk_text()
             if text is not None:
-                self.deltas.append(text)
+                self._deltas.add(text)
         elif event.type == EVENT_ASSISTANT_MESSAGE:
             text = event.message_text()
             if text:
-                self.last_message = text
-        elif event.type == EVENT_TURN_END:
-            self.turn_end = event.turn_end()
+                self._last_message = bound_output(text, self._max_output_bytes)

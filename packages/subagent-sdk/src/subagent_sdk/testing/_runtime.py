@@ -303,6 +303,12 @@ class _Runtime:
         await self.final_message(session, answer)
         if not script.omit_turn_end:
             await self.event(session, EVENT_TURN_END, {"reason": script.turn_end})
+        if script.stream_after_turn_end is not None:
+            late = script.stream_after_turn_end
+            await self.event(
+                session, EVENT_ASSISTANT_CHUNK, {"chunk": {"type": "text-delta", "text": late}}
+            )
+            await self.final_message(session, late)
         await self.status(session, "idle")
 
     async def deltas(self, session: str, answer: str) -> None:

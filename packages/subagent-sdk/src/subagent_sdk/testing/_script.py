@@ -47,6 +47,7 @@ class FakeScript:
     ready_file: str | None = None
     go_file: str | None = None
     stream_before_receipt: str | None = None
+    stream_after_turn_end: str | None = None
     stderr: str | None = None
     exit_before_initialize: int | None = None
     exit_during_prompt: int | None = None
