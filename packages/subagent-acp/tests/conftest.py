@@ -62,13 +62,13 @@ def registry_for() -> Callable[[ACPConfig], SubagentRegistry]:
 _FAILURE = (
     r"Subagent failure \(provider: [A-Za-z0-9._-]+; "
     r"stage: (?:initialize|new-session|prompt|process|teardown); "
-    r"category: (?:configuration|transport|protocol|process-exit|process-start|remote-limit|unknown)"
+    r"category: (?:authentication|configuration|transport|protocol|process-exit|process-start|remote-limit|unknown)"
     r"(?:; stop reason: max_turn_requests)?(?:; exit code: -?\d+)?(?:; signal: SIG[A-Z0-9]+)?\)"
 )
 _PERMISSION = (
     r"ACP permission \(policy: (?:allow|reject); "
     r"tool kind: (?:read|edit|delete|move|search|execute|think|fetch|switch_mode|other); "
-    r"decision: (?:allow_once|allow_always|cancelled)\)"
+    r"decision: (?:allow_once|allow_always|reject_once|reject_always|cancelled)\)"
 )
 DIAGNOSTIC = re.compile(rf"(?:{_FAILURE}(?:\n{_PERMISSION})?|{_PERMISSION})")
 

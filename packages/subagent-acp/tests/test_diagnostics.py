@@ -90,19 +90,21 @@ async def test_command_not_found_is_a_start_error(make_config, tmp_path, kind: s
     assert any(isinstance(cause, SpawnError) for cause in causes(error))
 
 
-async def test_rpc_error_on_prompt_is_transport(make_config, run_once, caplog) -> None:
+@pytest.mark.parametrize(("code", "category"), [(-32000, "authentication"), (-32603, "transport")])
+async def test_rpc_error_on_prompt(make_config, run_once, caplog, code: int, category: str) -> None:
+    """-32000 (`auth_required`) names what to fix; any other JSON-RPC error is `transport`."""
     script = {
         "error": {
             "at": "prompt",
-            "code": -32000,
+            "code": code,
             "message": f"Authentication required {SECRET}",
             "data": {"token": SECRET},
         }
     }
     with caplog.at_level(logging.INFO, logger="subagent_acp"):
         result, _ = await run_once(make_config(script))
-    assert (
-        result.diagnostic == "Subagent failure (provider: acp; stage: prompt; category: transport)"
+    assert result.diagnostic == (
+        f"Subagent failure (provider: acp; stage: prompt; category: {category})"
     )
     assert result.stop_reason == "error"
     assert SECRET not in repr(result)
@@ -115,13 +117,29 @@ async def test_rpc_error_on_prompt_is_transport(make_config, run_once, caplog) -
     assert holders == {"subagent_acp"}
 
 
-async def test_rpc_error_on_new_session_is_a_start_error(make_config) -> None:
-    script = {"error": {"at": "new_session", "code": -32000, "message": SECRET, "data": SECRET}}
+@pytest.mark.parametrize(
+    ("point", "stage"), [("initialize", "initialize"), ("new_session", "new-session")]
+)
+@pytest.mark.parametrize(("code", "category"), [(-32000, "authentication"), (-32603, "transport")])
+async def test_rpc_error_before_the_prompt_is_a_start_error(
+    make_config, point: str, stage: str, code: int, category: str
+) -> None:
+    script = {"error": {"at": point, "code": code, "message": SECRET, "data": SECRET}}
     error = await start_error(make_config(script))
-    expected = "Subagent failure (provider: acp; stage: new-session; category: transport)"
+    expected = f"Subagent failure (provider: acp; stage: {stage}; category: {category})"
     assert (str(error), error.diagnostic) == (expected, expected)
     # The raw error is kept only in the cause chain.
     assert any(SECRET in text for text in cause_texts(error))
+
+
+async def test_auth_required_at_the_end_of_a_prompt_with_output(make_config, run_once) -> None:
+    script = {"text": "partial", "error": {"at": "prompt_end", "code": -32000, "message": SECRET}}
+    result, _ = await run_once(make_config(script))
+    assert result == SubagentResult(
+        stop_reason="error",
+        output="partial",
+        diagnostic="Subagent failure (provider: acp; stage: prompt; category: authentication)",
+    )
 
 
 async def test_crash_during_initialize_with_exit_3(make_config) -> None:
@@ -140,14 +158,6 @@ async def test_refusal_after_a_rejected_permission(make_config, run_once) -> Non
 
 
 # -- every other stage / category fact ---------------------------------------------------------
-
-
-async def test_rpc_error_on_initialize_is_transport(make_config) -> None:
-    error = await start_error(make_config({"error": {"at": "initialize", "message": SECRET}}))
-    assert (
-        error.diagnostic
-        == "Subagent failure (provider: acp; stage: initialize; category: transport)"
-    )
 
 
 async def test_schema_invalid_initialize_answer_is_transport(make_config) -> None:
@@ -301,9 +311,40 @@ async def test_no_permission_no_diagnostic(make_config, run_once, acp_reason: st
     assert result.diagnostic is None
 
 
-async def test_completed_never_carries_a_diagnostic(make_config, run_once) -> None:
+async def test_completed_after_a_refusal_carries_the_permission_line(make_config, run_once) -> None:
+    """A refusal that shaped a completed run stays visible to the caller."""
     result, _ = await run_once(make_config({"permission": {"tool_kind": "execute"}}))
-    assert result == SubagentResult(stop_reason="completed", output="[permission cancelled]")
+    assert result == SubagentResult(
+        stop_reason="completed", output="[permission cancelled]", diagnostic=REJECTED_EXECUTE
+    )
+
+
+async def test_completed_with_only_granted_permissions_has_no_diagnostic(
+    make_config, run_once
+) -> None:
+    config = make_config({"permission": {"tool_kind": "execute"}}, permission="allow")
+    result, _ = await run_once(config)
+    assert result == SubagentResult(stop_reason="completed", output="[permission selected allow]")
+
+
+async def test_completed_shows_the_latest_refusal_even_when_a_grant_followed(
+    make_config, run_once
+) -> None:
+    script = {
+        "permission": [
+            {
+                "tool_kind": "edit",
+                "options": [{"optionId": "r", "name": "R", "kind": "reject_once"}],
+            },
+            {"tool_kind": "read"},
+        ]
+    }
+    result, _ = await run_once(make_config(script, permission="allow"))
+    assert result == SubagentResult(
+        stop_reason="completed",
+        output="[permission cancelled][permission selected allow]",
+        diagnostic="ACP permission (policy: allow; tool kind: edit; decision: cancelled)",
+    )
 
 
 async def test_local_cancel_after_a_permission_has_no_diagnostic(
@@ -414,5 +455,6 @@ def test_teardown_line() -> None:
 def test_result_diagnostic_rules() -> None:
     perm = REJECTED_EXECUTE
     assert result_diagnostic("acp", "completed", None, perm) is None
+    assert result_diagnostic("acp", "completed", None, perm, perm) == perm
     assert result_diagnostic("acp", "refusal", None, None) is None
     assert result_diagnostic("acp", "max-tokens", None, perm) == perm

@@ -30,11 +30,12 @@ from acp.schema import (
 )
 from subagent_core import LineReader
 
+from ._facts import AUTH_REQUIRED_CODE
 from ._transport import ChildTransport, SessionUpdate
 
 _READ_CHUNK = 1 << 20
 
-ErrorKind = Literal["rpc-error", "connection-lost", "other"]
+ErrorKind = Literal["auth-required", "rpc-error", "connection-lost", "other"]
 """`other` covers schema-invalid answers (the SDK's validation errors) and anything else."""
 
 
@@ -151,7 +152,7 @@ class Session:
 def classify_error(error: BaseException) -> ErrorKind:
     """Sorts an exception from a request into the kinds the provider's rules distinguish."""
     if isinstance(error, RequestError):
-        return "rpc-error"
+        return "auth-required" if error.code == AUTH_REQUIRED_CODE else "rpc-error"
     if isinstance(error, ConnectionError | EOFError):
         return "connection-lost"
     return "other"

@@ -13,6 +13,7 @@ from subagent_core import ProcessOutcome, StopReason, failure_line
 
 Stage = Literal["initialize", "new-session", "prompt", "process", "teardown"]
 Category = Literal[
+    "authentication",
     "configuration",
     "transport",
     "protocol",
@@ -66,20 +67,29 @@ def map_stop_reason(value: object) -> tuple[StopReason, Failure | None]:
     return "error", Failure("prompt", "unknown")
 
 
+AUTH_REQUIRED_CODE: Final = -32000
+"""ACP's closed `auth_required` error code: naming it copies no child text."""
+
+REFUSED_DECISIONS: Final = frozenset({"cancelled", "reject_once", "reject_always"})
+"""Permission answers that refused the child something."""
+
+
 def result_diagnostic(
     provider: str,
     stop_reason: StopReason,
     failure: Failure | None,
     permission: str | None,
+    refused: str | None = None,
 ) -> str | None:
     """Composes a settled result's diagnostic from its facts.
 
     `error` → the failure line, then the permission line when a permission request took part;
     `max-tokens`, `refusal` and a remote `aborted` → the permission line alone (if any);
-    `completed` → nothing. A local cancel never calls this.
+    `completed` → the line of the latest request the parent refused, else nothing (a refusal
+    that shaped a completed run stays visible). A local cancel never calls this.
     """
     if stop_reason == "completed":
-        return None
+        return refused
     if stop_reason == "error":
         lines = [(failure or Failure("prompt", "unknown")).line(provider)]
         if permission is not None:

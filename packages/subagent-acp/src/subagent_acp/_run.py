@@ -38,7 +38,14 @@ from subagent_core import (
 
 from ._bridge import Session, classify_error, discard_rest
 from ._config import ACPConfig
-from ._facts import Failure, Stage, map_stop_reason, result_diagnostic, teardown_line
+from ._facts import (
+    REFUSED_DECISIONS,
+    Failure,
+    Stage,
+    map_stop_reason,
+    result_diagnostic,
+    teardown_line,
+)
 from ._output import BoundedText
 from ._transport import SessionUpdate
 
@@ -100,6 +107,7 @@ class ACPRun(SubagentRun):
         self._stage: Stage = "initialize"
         self._output = BoundedText(config.max_output_bytes)
         self._permission: str | None = None
+        self._refused: str | None = None
         self._result: SubagentResult | None = None
         self._start_error: SubagentStartError | None = None
         self._start_cause: BaseException | None = None
@@ -198,6 +206,8 @@ class ACPRun(SubagentRun):
         if self._result is None:
             decision = "cancelled" if choice is None else choice[1]
             self._permission = permission_line(policy, safe_tool_kind(tool_kind), decision)
+            if decision in REFUSED_DECISIONS:
+                self._refused = self._permission
         return None if choice is None else choice[0]
 
     # -- settlement ------------------------------------------------------------------------
@@ -211,7 +221,8 @@ class ACPRun(SubagentRun):
 
     def _settle_facts(self, stop_reason: StopReason, failure: Failure | None) -> None:
         name = self._config.provider_name
-        self._settle(stop_reason, result_diagnostic(name, stop_reason, failure, self._permission))
+        diagnostic = result_diagnostic(name, stop_reason, failure, self._permission, self._refused)
+        self._settle(stop_reason, diagnostic)
 
     # -- owner side ------------------------------------------------------------------------
 
@@ -383,6 +394,8 @@ class ACPRun(SubagentRun):
         if session is not None and session.transport.broken is not None:
             return Failure(stage, "transport")
         kind = classify_error(error)
+        if kind == "auth-required":
+            return Failure(stage, "authentication")
         if kind == "rpc-error":
             return Failure(stage, "transport")
         if kind == "connection-lost":
