@@ -63,3 +63,25 @@ def test_the_binding_spec_names_are_exported() -> None:
         "SpawnError",
     }
     assert spec_names <= set(subagent_core.__all__)
+
+
+def test_the_shared_mechanisms_and_event_names_are_exported() -> None:
+    names = {
+        "DEFAULT_MAX_FRAME_BYTES",
+        "FrameTooLargeError",
+        "LineReader",
+        "open_stdio_streams",
+        "OwnedTask",
+        "ChildCommand",
+        "SubagentEvent",
+        "MessageChunk",
+        "ThoughtChunk",
+        "ToolCallEvent",
+        "PlanEvent",
+        "PlanEntry",
+        "PermissionEvent",
+        "UsageEvent",
+        "EventsDropped",
+        "EventBuffer",
+    }
+    assert names <= set(subagent_core.__all__)
