@@ -82,16 +82,18 @@ def _joins_loop(fd: int) -> bool:
 
 
 class _NonBlocking:
-    """Sets O_NONBLOCK on a descriptor and puts the old mode back on `restore()`."""
+    """Sets O_NONBLOCK on a descriptor and puts the old mode back on `restore()` (POSIX only)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._was_blocking = os.get_blocking(fd)
-        if self._was_blocking:
-            os.set_blocking(fd, False)
+        self._was_blocking = False
+        if sys.platform != "win32":
+            self._was_blocking = os.get_blocking(fd)
+            if self._was_blocking:
+                os.set_blocking(fd, False)
 
     def restore(self) -> None:
-        if self._was_blocking:
+        if sys.platform != "win32" and self._was_blocking:
             try:
                 os.set_blocking(self._fd, True)
             except OSError:
