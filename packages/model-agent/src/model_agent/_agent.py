@@ -335,32 +335,41 @@ class _Run:
     async def _run_call(self, call: ToolCall) -> ToolOutcome | None:
         """Runs one call; a cancel moves the request to `cancelling` and bounds the wait.
 
+        The call runs in its own task while this one waits for its end or the cancel, then
+        gives it `TOOL_CANCEL_GRACE_SECONDS` to stop by itself before cancelling it.
         Returns None when the tool raised (its exception text is never shown: it is logged).
         """
         context = self._context
         context.emit(ToolStarted(call.id, call.name, call.arguments))
         outcome: ToolOutcome | None = None
         crashed = False
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._stop_on_cancel, group.cancel_scope)
+        ended = anyio.Event()
+
+        async def run_tool() -> None:
+            nonlocal outcome, crashed
             try:
                 outcome = await self._toolset.call(call, context)
             except Exception:
                 _log.exception("tool %s raised", call.name)
                 crashed = True
-            group.cancel_scope.cancel()
+            finally:
+                ended.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run_tool)
+            with context.cancel.cancel_scope():
+                await ended.wait()
+            if not ended.is_set():
+                if context.state == "active":
+                    context.state = "cancelling"
+                with anyio.move_on_after(TOOL_CANCEL_GRACE_SECONDS):
+                    await ended.wait()
+                group.cancel_scope.cancel()
         if crashed:
             return None
         if outcome is None:
             return ToolOutcome("tool call was cancelled", is_error=True)
         return outcome
-
-    async def _stop_on_cancel(self, scope: anyio.CancelScope) -> None:
-        await self._context.cancel.wait()
-        if self._context.state == "active":
-            self._context.state = "cancelling"
-        await anyio.sleep(TOOL_CANCEL_GRACE_SECONDS)
-        scope.cancel()
 
     async def _maybe_summarize(self, client: ModelClient) -> _Ending | None:
         """Compacts the conversation once it passes the budget (one model call, same rule).

@@ -15,8 +15,6 @@ from contextlib import asynccontextmanager
 import anyio
 from subagent_core import CancelSignal
 
-from ._race import unless_cancelled
-
 DELEGATE_LIMIT = 3
 """Children running at once in the whole process."""
 
@@ -91,7 +89,8 @@ class DelegateQueue:
         waiter = _Waiter()
         self._waiters.append(waiter)
         try:
-            await unless_cancelled(cancel, waiter.event.wait)
+            with cancel.cancel_scope():
+                await waiter.event.wait()
         except BaseException:
             self._abandon(waiter)
             raise

@@ -23,7 +23,6 @@ from typing import Any, Literal, cast
 
 import anyio
 from subagent_core import (
-    CancelSignal,
     SubagentRegistry,
     SubagentRequest,
     SubagentResult,
@@ -232,7 +231,8 @@ class SubagentDelegateTool:
         )
 
     async def _run_child(self, parsed: DelegateArguments, context: RequestContext) -> ToolOutcome:
-        child_cancel = CancelSignal()
+        # The parent's cancel reaches the child by the link; the timeout cancels it alone.
+        child_cancel = context.cancel.child()
         registry = SubagentRegistry()
         registry.register(
             ChildProvider(self.child_base_config(context), agent_factory=self._agent_factory)
@@ -249,29 +249,18 @@ class SubagentDelegateTool:
             run = await registry.start(MODEL_PROVIDER, request)
         except SubagentStartError:
             return _cancelled_before_start()
-        timed_out = False
-        result = SubagentResult(stop_reason="aborted")
         async with run:
             context.emit(ChildStarted(run.id, parsed.description))
             context.record(
                 ActivityEntry(kind="child-started", child_id=run.id, name=parsed.description)
             )
-            async with anyio.create_task_group() as watchers:
-
-                async def forward_parent_cancel() -> None:
-                    await context.cancel.wait()
-                    child_cancel.cancel()
-
-                async def enforce_timeout() -> None:
-                    nonlocal timed_out
-                    await anyio.sleep(self._timeout)
-                    timed_out = True
-                    child_cancel.cancel()
-
-                watchers.start_soon(forward_parent_cancel)
-                watchers.start_soon(enforce_timeout)
+            result: SubagentResult | None = None
+            with anyio.move_on_after(self._timeout):
                 result = await run.result()
-                watchers.cancel_scope.cancel()
+            timed_out = result is None
+            if result is None:
+                child_cancel.cancel()
+                result = await run.result()
         # Parent cancel outranks the timeout when both happened.
         timeout = self._timeout if timed_out and not context.cancel.cancelled else None
         outcome = outcome_of(result, timed_out_after=timeout)

@@ -15,7 +15,6 @@ from subagent_core import CancelSignal
 
 from ._config import ModelEndpoint
 from ._events import AgentObserver, ReasoningDelta, Retrying, TextDelta
-from ._race import unless_cancelled
 from ._round import ModelRound, RoundAccumulator, StreamFormatError
 from ._transport import AttemptFailure, HTTPTransport
 
@@ -162,28 +161,22 @@ class ModelClient:
                     observer(TextDelta(text))
 
         failure: AttemptFailure | None = None
-        async with anyio.create_task_group() as group:
-            group.start_soon(_cancel_on_signal, cancel, group.cancel_scope)
+        with cancel.cancel_scope():
             try:
                 done = await self._transport.attempt(body, on_chunk)
                 if not done and accumulator.finish_reason is None:
                     failure = AttemptFailure("stream-cut", transient=True)
             except AttemptFailure as caught:
                 failure = caught
-            group.cancel_scope.cancel()
         return failure
 
     async def _wait(self, delay: float, cancel: CancelSignal) -> bool:
         """Waits `delay` unless cancelled first; True when the wait ran out (go on)."""
-        finished = await unless_cancelled(cancel, lambda: _backoff(delay))
-        return finished and not cancel.cancelled
+        with cancel.cancel_scope():
+            await _backoff(delay)
+        return not cancel.cancelled
 
 
 async def _backoff(delay: float) -> None:
     """The wait before a retry (one name, so schedule tests can record it instead)."""
     await anyio.sleep(delay)
-
-
-async def _cancel_on_signal(cancel: CancelSignal, scope: anyio.CancelScope) -> None:
-    await cancel.wait()
-    scope.cancel()

@@ -13,7 +13,7 @@ see the parent's conversation (`inherits_parent_context` is False).
 
 The child agent comes from an injected factory (`ChildAgentFactory`), so this module never
 imports the agent loop that uses it (the loop's delegate tool builds providers from here).
-The child runs in an owner task the run holds: `result()` settles `aborted` at once on a local
+The child runs in an `OwnedTask` the run holds: `result()` settles `aborted` at once on a local
 cancel, and `dispose()` awaits the child's wind-down, bounded. Status mapping: completed →
 `completed`, max-tokens → `max-tokens`, refusal → `refusal`, step-limit and failed → `error`,
 cancelled → `aborted`. The diagnostic is always `None`: model and HTTP error text is not safe.
@@ -21,7 +21,6 @@ cancelled → `aborted`. The diagnostic is always `None`: model and HTTP error t
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from typing import Protocol
@@ -30,6 +29,7 @@ import anyio
 from subagent_core import (
     CancelSignal,
     Capabilities,
+    OwnedTask,
     StopReason,
     SubagentRequest,
     SubagentResult,
@@ -41,8 +41,6 @@ from subagent_core import (
 
 from ._config import AgentConfig
 from ._events import AgentEvent, AgentObserver, TextDelta, ToolStarted
-from ._owner_task import spawn_owner
-from ._race import unless_cancelled
 from ._result import AgentResult
 
 _log = logging.getLogger("model_agent")
@@ -163,11 +161,11 @@ class ShownText:
 
 
 class ModelRun(SubagentRun):
-    """One in-process child, run by an owner task the run holds (see `_owner_task`).
+    """One in-process child, driven by an `OwnedTask` the run holds.
 
     `result()` starts the child on first use and settles as soon as either the child ends or
     the request's cancel fires (then `aborted` with the text shown so far, no diagnostic, not
-    waiting for the child). `dispose()` stops the child and awaits its owner task, bounded.
+    waiting for the child). `dispose()` stops the child and awaits its task, bounded.
     """
 
     def __init__(
@@ -183,68 +181,52 @@ class ModelRun(SubagentRun):
         self._prompt = prompt
         self._request_cancel = cancel
         self._shown = ShownText() if shown is None else shown
-        self._stop = CancelSignal()
+        # The child stops when the request is cancelled, or alone when the run is disposed.
+        self._stop = cancel.child()
         self._settled: SubagentResult | None = None
         self._settled_event = anyio.Event()
-        self._started = False
-        self._child_running = False
-        self._owner: asyncio.Task[None] | None = None
-        self._owner_scope = anyio.CancelScope()
-        self._finished = anyio.Event()
+        self._owner: OwnedTask | None = None
         self._dispose_lock = anyio.Lock()
         self._disposed = False
         self._dispose_outcome: str | None = None
 
     async def result(self) -> SubagentResult:
-        """The child's result (memoized); never raises for child-level failure."""
-        if self._settled is None and not self._started:
-            self._started = True
-            if self._request_cancel.cancelled or self._stop.cancelled:
+        """The child's result (memoized); never raises for child-level failure.
+
+        Raises:
+            RuntimeError: called outside a running asyncio event loop (nothing is started).
+        """
+        if self._settled is None and self._owner is None:
+            if self._stop.cancelled:
                 self._settle_aborted()
             else:
-                # From here dispose() waits for the child, even before its task first runs.
-                self._child_running = True
-                self._owner = spawn_owner(self._own, f"model_agent.child.{self.id}")
-                if self._owner is None:
-                    # No asyncio loop: the caller drives the child (it settles on its end).
-                    await self._own()
-        if self._settled is None and not await unless_cancelled(
-            self._request_cancel, self._settled_event.wait
-        ):
-            self._abort()
+                self._owner = OwnedTask.start(self._own, name=f"model_agent.child.{self.id}")
+        if self._settled is None:
+            with self._request_cancel.cancel_scope():
+                await self._settled_event.wait()
+            if self._settled is None:
+                self._abort()
         assert self._settled is not None
         return self._settled
 
     async def _own(self) -> None:
-        """The child's whole life: cancel forwarding, the agent's run, the settlement."""
-        outcome: AgentResult | None = None
+        """The child's whole life: the agent's run, then the settlement."""
         try:
-            with self._owner_scope:
-                async with anyio.create_task_group() as link:
-
-                    async def abort_on_cancel() -> None:
-                        await self._request_cancel.wait()
-                        self._abort()
-
-                    link.start_soon(abort_on_cancel)
-                    outcome = await self._agent.run(self._prompt, self._stop)
-                    link.cancel_scope.cancel()
-            if outcome is not None:
-                self._settle(
-                    SubagentResult(
-                        stop_reason=stop_reason_of(outcome.status),
-                        output=outcome.output,
-                        diagnostic=None,
-                        usage=outcome.usage,
-                    )
+            outcome = await self._agent.run(self._prompt, self._stop)
+            self._settle(
+                SubagentResult(
+                    stop_reason=stop_reason_of(outcome.status),
+                    output=outcome.output,
+                    diagnostic=None,
+                    usage=outcome.usage,
                 )
+            )
         except Exception:
             # A broken child contract: logged, never shown (its text is not safe).
             _log.exception("model child %s raised", self.id)
             self._settle(SubagentResult(stop_reason="error"))
         finally:
             self._settle_aborted()
-            self._finished.set()
 
     def _settle(self, result: SubagentResult) -> None:
         if self._settled is None:
@@ -271,14 +253,15 @@ class ModelRun(SubagentRun):
                     return self._dispose_outcome
                 self._disposed = True
                 self._abort()
-                if self._child_running and not self._finished.is_set():
+                owner = self._owner
+                if owner is not None and not owner.done:
                     with anyio.move_on_after(DISPOSE_WAIT_SECONDS):
-                        await self._finished.wait()
-                    if not self._finished.is_set():
+                        await owner.wait()
+                    if not owner.done:
                         # Past the bound: cancel the child's task (its shielded cleanups run).
-                        self._owner_scope.cancel()
+                        owner.cancel()
                         with anyio.move_on_after(DISPOSE_WAIT_SECONDS):
-                            await self._finished.wait()
-                    if not self._finished.is_set():
+                            await owner.wait()
+                    if not owner.done:
                         self._dispose_outcome = failure_line(MODEL_PROVIDER, "teardown", "unknown")
         return self._dispose_outcome

@@ -35,7 +35,6 @@ from subagent_core import (
 
 from ._output_buffer import HeadTailBuffer
 from ._process_sweep import MARKER_VARIABLE, new_marker, sweep_marked
-from ._race import unless_cancelled
 from ._shell import shell_argv
 from ._tool import RequestContext, ToolOutcome
 
@@ -378,12 +377,16 @@ class ProcessExecuteTool:
                 with watchers:
                     async with anyio.create_task_group() as inner:
                         inner.start_soon(_watch_exit, proc, verdict)
-                        inner.start_soon(_watch_cancel, cancel, verdict)
-                        inner.start_soon(_watch_timeout, parsed.timeout_ms / 1000, verdict)
                         inner.start_soon(_keep_snapshots, proc)
 
             tg.start_soon(watch)
-            await verdict.decided.wait()
+            # Cancel and timeout end this wait; exit and output failures offer themselves.
+            offered = False
+            with anyio.move_on_after(parsed.timeout_ms / 1000), cancel.cancel_scope():
+                await verdict.decided.wait()
+                offered = True
+            if not offered:
+                verdict.offer("cancel" if cancel.cancelled else "timeout")
             reason = verdict.commit()
             watchers.cancel()
             if reason == "exit":
@@ -412,8 +415,8 @@ class ProcessExecuteTool:
         gone = False
         with anyio.CancelScope(shield=True):
             if reason == "exit":
-                with anyio.move_on_after(self._drain_grace):
-                    await unless_cancelled(cancel, streams.drained.wait)
+                with anyio.move_on_after(self._drain_grace), cancel.cancel_scope():
+                    await streams.drained.wait()
             gone = await proc.terminate(0.0, self._term_grace, self._kill_grace)
             # A `setsid` grandchild orphaned before any snapshot saw it is outside the known
             # tree, whether or not it holds a pipe: every call ends with a sweep for its marker.
@@ -469,16 +472,6 @@ async def _pump(
 async def _watch_exit(proc: ManagedProcess, verdict: _Verdict) -> None:
     await proc.wait()
     verdict.offer("exit")
-
-
-async def _watch_cancel(cancel: CancelSignal, verdict: _Verdict) -> None:
-    await cancel.wait()
-    verdict.offer("cancel")
-
-
-async def _watch_timeout(seconds: float, verdict: _Verdict) -> None:
-    await anyio.sleep(seconds)
-    verdict.offer("timeout")
 
 
 async def _keep_snapshots(proc: ManagedProcess) -> None:
