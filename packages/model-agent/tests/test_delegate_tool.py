@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from model_agent import _delegate_tool as delegate_module
 from model_agent._activity import ActivityEntry
 from model_agent._agent import Agent, AgentResult
 from model_agent._config import AgentConfig, ModelEndpoint
@@ -19,7 +20,7 @@ from model_agent._delegate_tool import SubagentDelegateTool, outcome_of
 from model_agent._events import AgentEvent, ChildEnded, ChildStarted, ToolStarted
 from model_agent._tool import Mode, RequestContext, ToolOutcome
 from model_agent.testing import ScriptedModelServer, open_scripted_model_server
-from subagent_core import CancelSignal, SubagentResult
+from subagent_core import CancelSignal, SubagentRequest, SubagentResult, SubagentRun
 from subagent_core.testing import poll_until
 
 READ_TOOLS = ["read_file", "list_directory", "search_text"]
@@ -673,3 +674,26 @@ async def test_cancelling_the_parent_task_from_outside_reaches_the_child_and_its
                 tg.cancel_scope.cancel()
     assert finished == []
     assert len(process_leak_guard) == 1
+
+
+@pytest.mark.parametrize(("mode", "allowed"), [("ask", False), ("execute", True)])
+async def test_only_an_execute_parent_lets_its_child_write(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, mode: Mode, allowed: bool
+) -> None:
+    requests: list[SubagentRequest] = []
+
+    class RecordingProvider(delegate_module.ChildProvider):
+        async def start(self, request: SubagentRequest) -> SubagentRun:
+            requests.append(request)
+            return await super().start(request)
+
+    monkeypatch.setattr(delegate_module, "ChildProvider", RecordingProvider)
+    rules = [
+        {"match": "[parent]", "replies": [delegate("[child] look"), answer("done")]},
+        {"match": "[child]", "replies": [answer("looked")]},
+    ]
+    async with open_scripted_model_server({"rules": rules}) as server:
+        with anyio.fail_after(30):
+            result = await Agent(config(server, workspace, mode=mode)).run("[parent] go")
+    assert result.status == "completed"
+    assert [request.allow_writes for request in requests] == [allowed]

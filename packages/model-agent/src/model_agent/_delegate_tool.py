@@ -244,6 +244,8 @@ class SubagentDelegateTool:
             label=parsed.description,
             max_depth=0,
             tool_filter=parsed.tools,
+            # Only an Execute parent lets its child change the workspace.
+            allow_writes=context.mode == "execute",
         )
         try:
             run = await registry.start(MODEL_PROVIDER, request)
