@@ -8,6 +8,16 @@ import pytest
 from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
 
 
+@pytest.fixture(autouse=True)
+def no_user_config(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A private, empty user config directory: a developer's own harness.toml never leaks in."""
+    home = tmp_path_factory.mktemp("xdg-config")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    return home
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

@@ -16,13 +16,22 @@ Example::
     command = "harness"
     args = ["sdk-runtime"]
 
-The API key never lives in the file: it is read from `DEEPSEEK_API_KEY`. Every problem is a
-`ConfigError` naming the offending key, so the CLI can print one line and exit 2.
+Discovery: `--config PATH`, else `<workspace>/harness.toml`, else `harness.toml` in the user
+config directory (`platformdirs`: `$XDG_CONFIG_HOME/harness/` on Linux), else the defaults. A
+table under `[providers]` adds a provider or replaces the built-in of the same name; the other
+built-ins stay.
+
+The API key never lives in the file: it is read from `DEEPSEEK_API_KEY`, and a child's
+credentials are references (`env = { KEY = "${VAR}" }`) resolved from the parent's environment
+when the child is spawned, never printed. Every problem is a `ConfigError` naming the file and
+the offending key, so the CLI can print one line and exit 2.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,13 +50,19 @@ MODEL_ENV = "DEEPSEEK_MODEL"
 _T = TypeVar("_T")
 
 
-class ConfigError(UsageError):
-    """harness.toml is unreadable or a key has a bad value; `key` names it (dotted)."""
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""`${NAME}` in an env value: replaced by the parent's variable NAME when the child is spawned."""
 
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"{CONFIG_FILE_NAME}: {key}: {problem}")
+
+class ConfigError(UsageError):
+    """A config file is unreadable or a key has a bad value; names the file and the dotted key."""
+
+    def __init__(self, key: str, problem: str, *, file: Path | None = None) -> None:
+        where = str(file) if file is not None else CONFIG_FILE_NAME
+        super().__init__(f"{where}: {key}: {problem}")
         self.key = key
         self.problem = problem
+        self.file = file
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +86,7 @@ class ProviderSettings:
     args: tuple[str, ...] = ()
     cwd: Path | None = None
     env: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Explicit child variables as written: `${VAR}` references resolve at spawn time."""
     permission: Literal["allow", "reject"] = "reject"
     """ACP only: how the child's permission requests are answered."""
     sdk_provider: str = "deepseek-official"
@@ -82,6 +98,31 @@ class ProviderSettings:
     dispose_eof_grace_seconds: float = 6.0
     dispose_grace_seconds: float = 3.0
     dispose_kill_grace_seconds: float = 3.0
+    source: Path | None = field(default=None, compare=False)
+    """The file this table came from (None for a built-in); errors at spawn time name it."""
+
+    def resolved_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """`env` with every `${VAR}` replaced from `environ` (default: this process's).
+
+        Raises:
+            ConfigError: a referenced variable is not set (the error names it, never a value).
+        """
+        parent = os.environ if environ is None else environ
+        resolved: dict[str, str] = {}
+        for key, value in self.env.items():
+
+            def substitute(match: re.Match[str], key: str = key) -> str:
+                name = match.group(1)
+                if name not in parent:
+                    raise ConfigError(
+                        f"providers.{self.name}.env.{key}",
+                        f"references ${{{name}}}, which is not set in the environment",
+                        file=self.source,
+                    )
+                return parent[name]
+
+            resolved[key] = _REFERENCE.sub(substitute, value)
+        return resolved
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,42 +159,66 @@ _KIND_KEYS: dict[str, set[str]] = {
 }
 
 
+def user_config_path() -> Path:
+    """`harness.toml` in the user config directory (`$XDG_CONFIG_HOME/harness/` on Linux)."""
+    from platformdirs import user_config_path as config_dir
+
+    return config_dir("harness", appauthor=False) / CONFIG_FILE_NAME
+
+
+def find_config(path: Path | None = None, *, workspace: Path | None = None) -> Path | None:
+    """The file to read: `path`, else the workspace's harness.toml, else the user's, else None."""
+    if path is not None:
+        return path
+    for candidate in ((workspace or Path.cwd()) / CONFIG_FILE_NAME, user_config_path()):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def load_config(path: Path | None = None, *, workspace: Path | None = None) -> HarnessConfig:
-    """Reads `path`, else `<workspace>/harness.toml` if it exists, else the defaults.
+    """Reads the file `find_config` picks, or returns the defaults when there is none.
 
     Raises:
         ConfigError: the file cannot be read or parsed, or a key has a bad value.
     """
-    if path is None:
-        candidate = (workspace or Path.cwd()) / CONFIG_FILE_NAME
-        if not candidate.is_file():
-            return HarnessConfig()
-        path = candidate
+    found = find_config(path, workspace=workspace)
+    if found is None:
+        return HarnessConfig()
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(found.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError("(file)", f"{path} does not exist") from None
+        raise ConfigError("(file)", "does not exist", file=found) from None
     except (OSError, UnicodeDecodeError):
-        raise ConfigError("(file)", f"{path} cannot be read") from None
+        raise ConfigError("(file)", "cannot be read", file=found) from None
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError("(file)", f"not valid TOML ({error})") from None
-    return parse_config(raw, path=path.resolve())
+        raise ConfigError("(file)", f"not valid TOML ({error})", file=found) from None
+    return parse_config(raw, path=found)
 
 
 def parse_config(raw: Mapping[str, object], *, path: Path | None = None) -> HarnessConfig:
-    """Validates an already-parsed TOML document.
+    """Validates an already-parsed TOML document; `path` is the file it came from.
 
     Raises:
-        ConfigError: a key has a bad value or is unknown.
+        ConfigError: a key has a bad value or is unknown (the message names `path`).
     """
+    try:
+        return _parse(raw, path)
+    except ConfigError as error:
+        if error.file is None and path is not None:
+            raise ConfigError(error.key, error.problem, file=path) from None
+        raise
+
+
+def _parse(raw: Mapping[str, object], path: Path | None) -> HarnessConfig:
     for key in raw:
         if key not in ("model", "providers"):
             raise ConfigError(key, "unknown key (expected [model] and [providers.<name>])")
-    base = path.parent if path is not None else Path.cwd()
+    base = path.resolve().parent if path is not None else Path.cwd()
     model = _model(_table(raw.get("model", {}), "model"))
     providers_raw = _table(raw.get("providers", {}), "providers")
     providers = tuple(
-        _provider(name, _table(value, f"providers.{name}"), base)
+        _provider(name, _table(value, f"providers.{name}"), base, path)
         for name, value in providers_raw.items()
     )
     return HarnessConfig(model=model, providers=providers, path=path)
@@ -179,7 +244,9 @@ def _model(table: dict[str, object]) -> ModelSettings:
     )
 
 
-def _provider(name: str, table: dict[str, object], base: Path) -> ProviderSettings:
+def _provider(
+    name: str, table: dict[str, object], base: Path, source: Path | None
+) -> ProviderSettings:
     prefix = f"providers.{name}"
     if not name.strip():
         raise ConfigError(prefix, "a provider name must not be empty")
@@ -192,7 +259,7 @@ def _provider(name: str, table: dict[str, object], base: Path) -> ProviderSettin
         mode = _string(table, "mode", prefix, "ask")
         if mode not in ("ask", "execute"):
             raise ConfigError(f"{prefix}.mode", 'must be "ask" or "execute"')
-        return ProviderSettings(name=name, kind=kind, mode=mode)
+        return ProviderSettings(name=name, kind=kind, mode=mode, source=source)
     command = _optional_string(table, "command", prefix)
     if command is None:
         raise ConfigError(f"{prefix}.command", "is required (the program to start)")
@@ -202,6 +269,10 @@ def _provider(name: str, table: dict[str, object], base: Path) -> ProviderSettin
     for env_key, env_value in env.items():
         if not isinstance(env_value, str):
             raise ConfigError(f"{prefix}.env.{env_key}", "must be a string")
+        if "${" in _REFERENCE.sub("", env_value):
+            raise ConfigError(
+                f"{prefix}.env.{env_key}", "a reference must read ${NAME} (letters, digits, _)"
+            )
     permission = _string(table, "permission", prefix, "reject")
     if permission not in ("allow", "reject"):
         raise ConfigError(f"{prefix}.permission", 'must be "allow" or "reject"')
@@ -219,6 +290,7 @@ def _provider(name: str, table: dict[str, object], base: Path) -> ProviderSettin
         dispose_eof_grace_seconds=_seconds(table, "dispose_eof_grace_seconds", prefix, 6.0),
         dispose_grace_seconds=_seconds(table, "dispose_grace_seconds", prefix, 3.0),
         dispose_kill_grace_seconds=_seconds(table, "dispose_kill_grace_seconds", prefix, 3.0),
+        source=source,
     )
 
 

@@ -1,25 +1,47 @@
-"""`harness delegate`: one child through the registry; output and diagnostic printed apart."""
+"""`harness delegate`: one child through the registry, shown while it works, result apart.
+
+stdout carries the child's output (or, with `--json`, one NDJSON object per event and a final
+result object); stop reason, diagnostic and progress go to stderr, never mixed.
+"""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 from subagent_core import (
     CancelSignal,
+    SpawnError,
     SubagentError,
     SubagentRegistry,
     SubagentRequest,
     SubagentResult,
+    SubagentRun,
     SubagentStartError,
 )
 
 from ._config import HarnessConfig
+from ._delegate_view import JSONView, LiveView, PlainView, RunView
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
-from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError
-from ._providers import build_registry, provider_settings
+from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
+from ._json_output import emit, result_record
+from ._providers import build_registry, is_builtin, provider_settings
 from ._signals import cancel_on_signals
+
+EVENTS_DRAIN_SECONDS = 5.0
+"""How long the view may take to receive the last events once the run has settled."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DelegateOptions:
+    """How `delegate` runs and shows one child."""
+
+    timeout_seconds: float | None = None
+    """Cancel the child after this long (the run ends `aborted`, exit 1); None: no limit."""
+    json: bool = False
+    show_thinking: bool = False
 
 
 def delegate_once(
@@ -30,8 +52,9 @@ def delegate_once(
     workspace: Path,
     base_url: str | None = None,
     model: str | None = None,
+    options: DelegateOptions | None = None,
 ) -> int:
-    """Runs one child and returns the exit code (0 completed, 1 otherwise).
+    """Runs one child and returns the exit code (0 completed, 1 otherwise, 130 interrupted).
 
     Raises:
         UsageError: unknown provider, bad provider configuration, or a missing key.
@@ -47,31 +70,140 @@ def delegate_once(
     if chosen is None:
         names = ", ".join(item.name for item in settings)
         raise UsageError(f'no provider named "{provider}" (configured: {names})')
-    if endpoint is None and (not config.providers or chosen.kind == "model"):
+    if endpoint is None and (is_builtin(config, chosen) or chosen.kind == "model"):
         raise MissingKeyError
     try:
         registry = build_registry([chosen], endpoint=endpoint, workspace=workspace)
     except ValueError as error:
         raise UsageError(f"providers.{provider}: {error}") from None
-    return anyio.run(_delegate, registry, provider, prompt, workspace, backend="asyncio")
+    return anyio.run(
+        _delegate,
+        registry,
+        provider,
+        prompt,
+        workspace,
+        options or DelegateOptions(),
+        backend="asyncio",
+    )
 
 
-async def _delegate(registry: SubagentRegistry, provider: str, prompt: str, workspace: Path) -> int:
+async def _delegate(
+    registry: SubagentRegistry,
+    provider: str,
+    prompt: str,
+    workspace: Path,
+    options: DelegateOptions,
+) -> int:
     cancel = CancelSignal()
     request = SubagentRequest(prompt=prompt, cwd=workspace, cancel=cancel, label="delegate")
-    async with cancel_on_signals(cancel):
+    async with cancel_on_signals(cancel) as received:
         try:
             run = await registry.start(provider, request)
         except SubagentStartError as error:
-            _err(f"the child could not start: {error}")
-            return EXIT_INCOMPLETE
+            reason = spawn_reason(error)
+            code = signal_exit_code(received) or EXIT_INCOMPLETE
+            _report_start_failure(provider, str(error), reason, code, options)
+            return code
         except SubagentError as error:
             raise UsageError(str(error)) from None
         async with run:
-            result = await run.result()
+            result, timed_out = await _watch(run, cancel, options)
             teardown = await run.dispose()
-    print_result(result, teardown)
-    return EXIT_OK if result.stop_reason == "completed" else EXIT_INCOMPLETE
+    code = signal_exit_code(received)
+    if code is None:
+        code = EXIT_OK if result.stop_reason == "completed" else EXIT_INCOMPLETE
+    if options.json:
+        emit(
+            result_record(provider, result, teardown=teardown, exit_code=code, timed_out=timed_out)
+        )
+    else:
+        print_result(result, teardown)
+        if timed_out:
+            _err(f"harness: timed out after {options.timeout_seconds:g} s; the child was stopped")
+    return code
+
+
+async def _watch(
+    run: SubagentRun, cancel: CancelSignal, options: DelegateOptions
+) -> tuple[SubagentResult, bool]:
+    """Shows the run's events while waiting for its result; cancels it at the timeout."""
+    view = _view(options)
+    timed_out = False
+    deadline_scope = anyio.CancelScope()
+    result = SubagentResult(stop_reason="aborted")
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def show_events() -> None:
+                async for event in run.events():
+                    view.show(event)
+
+            async def deadline(seconds: float) -> None:
+                nonlocal timed_out
+                with deadline_scope:
+                    await anyio.sleep(seconds)
+                    timed_out = True
+                    cancel.cancel()
+
+            tg.start_soon(show_events)
+            if options.timeout_seconds is not None:
+                tg.start_soon(deadline, options.timeout_seconds)
+            result = await run.result()
+            deadline_scope.cancel()
+            tg.cancel_scope.deadline = anyio.current_time() + EVENTS_DRAIN_SECONDS
+    finally:
+        view.close()
+    return result, timed_out
+
+
+def _view(options: DelegateOptions) -> RunView:
+    if options.json:
+        return JSONView()
+    if sys.stderr.isatty():
+        return LiveView(show_thinking=options.show_thinking)
+    return PlainView(show_thinking=options.show_thinking)
+
+
+def spawn_reason(error: BaseException) -> str | None:
+    """The closed reason (`not-found`, `not-executable`, `bad-cwd`, `os-error`) a spawn failed."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, SpawnError):
+            return seen.reason
+        seen = seen.__cause__
+    return None
+
+
+SPAWN_HINTS = {
+    "not-found": "the command was not found (is it installed and on PATH?)",
+    "not-executable": "the command is not executable",
+    "bad-cwd": "the child's working directory does not exist",
+    "os-error": "the operating system refused to start it",
+}
+
+
+def _report_start_failure(
+    provider: str, diagnostic: str, reason: str | None, code: int, options: DelegateOptions
+) -> None:
+    if options.json:
+        emit(
+            result_record(
+                provider,
+                SubagentResult(stop_reason="error", diagnostic=diagnostic),
+                teardown=None,
+                exit_code=code,
+                start_failure=reason,
+            )
+        )
+        return
+    _err("stop reason: error")
+    _err(f"diagnostic: {diagnostic}")
+    hint = SPAWN_HINTS.get(reason or "")
+    _err(
+        f"harness: the child could not start: {hint}"
+        if hint
+        else "harness: the child could not start"
+    )
 
 
 def print_result(result: SubagentResult, teardown: str | None) -> None:

@@ -8,6 +8,13 @@ EXIT_INCOMPLETE = 1
 """A run that did not complete (error, abort, refusal, token limit) or a scenario that failed."""
 EXIT_USAGE = 2
 """Usage or configuration error: bad flags, bad harness.toml, a missing API key."""
+EXIT_INTERRUPTED = 130
+"""Stopped by Ctrl-C (SIGINT), after every command and child was stopped (128 + SIGINT)."""
+
+
+def signal_exit_code(received: list[int]) -> int | None:
+    """128 + the first signal that stopped the command (130 for Ctrl-C), or None."""
+    return 128 + received[0] if received else None
 
 
 class UsageError(Exception):

@@ -6,21 +6,25 @@ import shlex
 from pathlib import Path
 
 import anyio
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from subagent_core import SubagentRequest, SubagentStartError
 
 from ._config import HarnessConfig, ProviderSettings
+from ._delegation import SPAWN_HINTS, spawn_reason
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
 from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError
-from ._providers import build_provider, provider_settings
+from ._json_output import emit
+from ._output import output_console
+from ._providers import build_provider, is_builtin, provider_settings
 
 CHECK_TIMEOUT_SECONDS = 30.0
 
 
-def show_providers(config: HarnessConfig, *, workspace: Path, check: bool) -> int:
-    """Prints the providers table; exit 0 when every checked provider started."""
+def show_providers(
+    config: HarnessConfig, *, workspace: Path, check: bool, json: bool = False
+) -> int:
+    """Prints the providers table (or NDJSON); exit 0 when every checked provider started."""
     try:
         endpoint: ResolvedEndpoint | None = resolve_endpoint(config.model)
     except MissingKeyError:
@@ -28,11 +32,27 @@ def show_providers(config: HarnessConfig, *, workspace: Path, check: bool) -> in
     settings = provider_settings(config, endpoint)
     if not check:
         statuses = ["not checked"] * len(settings)
-    elif endpoint is None and not config.providers:
-        # The built-ins are this harness on the model endpoint: without a key they cannot work.
-        statuses = ["needs DEEPSEEK_API_KEY"] * len(settings)
     else:
-        statuses = anyio.run(_check_all, settings, endpoint, workspace, backend="asyncio")
+        statuses = anyio.run(_check_all, config, settings, endpoint, workspace, backend="asyncio")
+    ok = all(status in ("ok", "not checked") for status in statuses)
+    code = EXIT_OK if ok else EXIT_INCOMPLETE
+    if json:
+        for item, status in zip(settings, statuses, strict=True):
+            emit(
+                {
+                    "type": "provider",
+                    "name": item.name,
+                    "kind": item.kind,
+                    "command": [item.command, *item.args] if item.command else None,
+                    "permission": item.permission if item.kind == "acp" else None,
+                    "builtin": is_builtin(config, item),
+                    "status": status,
+                    "ok": status in ("ok", "not checked"),
+                }
+            )
+        source = str(config.path) if config.path is not None else None
+        emit({"type": "summary", "config": source, "ok": ok, "exit_code": code})
+        return code
     source = str(config.path) if config.path is not None else "built-in defaults (no harness.toml)"
     table = Table(title=f"providers ({source})", show_lines=True)
     for column in ("name", "kind", "command", "permission", "check"):
@@ -46,20 +66,29 @@ def show_providers(config: HarnessConfig, *, workspace: Path, check: bool) -> in
             item.permission if item.kind == "acp" else "—",
             escape(status),
         )
-    Console().print(table)
-    ok = all(status in ("ok", "not checked") for status in statuses)
-    return EXIT_OK if ok else EXIT_INCOMPLETE
+    output_console().print(table)
+    return code
 
 
 async def _check_all(
-    settings: list[ProviderSettings], endpoint: ResolvedEndpoint | None, workspace: Path
+    config: HarnessConfig,
+    settings: list[ProviderSettings],
+    endpoint: ResolvedEndpoint | None,
+    workspace: Path,
 ) -> list[str]:
-    return [await _check(item, endpoint, workspace) for item in settings]
+    statuses: list[str] = []
+    for item in settings:
+        if endpoint is None and (item.kind == "model" or is_builtin(config, item)):
+            # The built-ins are this harness on the model endpoint: without a key they cannot work.
+            statuses.append("needs DEEPSEEK_API_KEY")
+        else:
+            statuses.append(await _check(item, endpoint, workspace))
+    return statuses
 
 
 async def _check(item: ProviderSettings, endpoint: ResolvedEndpoint | None, workspace: Path) -> str:
     if item.kind == "model":
-        return "ok" if endpoint is not None else "needs DEEPSEEK_API_KEY"
+        return "ok"
     try:
         provider = build_provider(item, endpoint=endpoint, workspace=workspace)
     except (ValueError, UsageError) as error:
@@ -69,7 +98,8 @@ async def _check(item: ProviderSettings, endpoint: ResolvedEndpoint | None, work
         with anyio.fail_after(CHECK_TIMEOUT_SECONDS):
             run = await provider.start(request)
     except SubagentStartError as error:
-        return f"failed: {error}"
+        hint = SPAWN_HINTS.get(spawn_reason(error) or "")
+        return f"failed: {error}" + (f" — {hint}" if hint else "")
     except TimeoutError:
         return "failed: the handshake did not finish in time"
     request.cancel.cancel()

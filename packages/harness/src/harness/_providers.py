@@ -20,17 +20,18 @@ HARNESS_ARGV: tuple[str, ...] = (sys.executable, "-m", "harness")
 
 
 def builtin_providers(endpoint: ResolvedEndpoint | None) -> list[ProviderSettings]:
-    """The defaults when harness.toml names none: this harness as ACP and SDK child, and model.
+    """The built-ins: this harness as ACP and SDK child, and the in-process `model`.
 
     The children get the endpoint on their command line and the key through their explicit
-    env (the inherited environment is scrubbed of credential-shaped names).
+    env as a reference resolved at spawn (the inherited environment is scrubbed of
+    credential-shaped names, and the key itself is never part of the settings).
     """
     flags: list[str] = []
     env: dict[str, str] = {}
     if endpoint is not None:
         flags = ["--base-url", endpoint.base_url, "--model", endpoint.model]
         if endpoint.api_key is not None:
-            env[API_KEY_ENV] = endpoint.api_key
+            env[API_KEY_ENV] = f"${{{API_KEY_ENV}}}"
     command, *prefix = HARNESS_ARGV
     return [
         ProviderSettings(
@@ -54,8 +55,17 @@ def builtin_providers(endpoint: ResolvedEndpoint | None) -> list[ProviderSetting
 def provider_settings(
     config: HarnessConfig, endpoint: ResolvedEndpoint | None
 ) -> list[ProviderSettings]:
-    """Configured providers, or the built-in three when harness.toml names none."""
-    return list(config.providers) if config.providers else builtin_providers(endpoint)
+    """The built-ins, each replaced by a configured table of the same name, then the others."""
+    configured = {item.name: item for item in config.providers}
+    builtins = builtin_providers(endpoint)
+    builtin_names = {item.name for item in builtins}
+    merged = [configured.get(item.name, item) for item in builtins]
+    return merged + [item for item in config.providers if item.name not in builtin_names]
+
+
+def is_builtin(config: HarnessConfig, settings: ProviderSettings) -> bool:
+    """Whether `settings` is a built-in no config table replaced."""
+    return config.provider(settings.name) is None
 
 
 def build_provider(
@@ -65,7 +75,8 @@ def build_provider(
 
     Raises:
         ValueError: the provider package rejected the configuration (message names the key).
-        UsageError: a `model` provider without a usable endpoint.
+        UsageError: a `model` provider without a usable endpoint, or an `env` reference to a
+            variable that is not set.
     """
     if settings.kind == "acp":
         return ACPProvider(ACPConfig(**_process_fields(settings), permission=settings.permission))
@@ -103,7 +114,7 @@ def _process_fields(settings: ProviderSettings) -> _ProcessFields:
         command=settings.command,
         args=list(settings.args),
         cwd=settings.cwd,
-        env=dict(settings.env),
+        env=dict(settings.resolved_env()),
         dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
         dispose_grace_seconds=settings.dispose_grace_seconds,
         dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,

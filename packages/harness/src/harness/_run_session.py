@@ -3,15 +3,19 @@
 The answer text goes to stdout as it streams; tool calls, commands, children and the final
 summary go to stderr, so `harness run ... > answer.txt` keeps only the answer. Ctrl-C or
 SIGTERM fire the run's cancel signal: the agent stops its commands and children, and the
-summary says it was cancelled.
+summary says it was cancelled. In execute mode on a terminal every Execute action is shown
+and asked about first (`--yes` skips the question); a failed run prints the library's safe
+reason (never the server's own words).
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 from model_agent import (
@@ -29,8 +33,9 @@ from rich.markup import escape
 from subagent_core import CancelSignal
 
 from ._agent_factory import agent_config
+from ._delegate_view import screen_text
 from ._endpoint import ResolvedEndpoint
-from ._exit import EXIT_INCOMPLETE, EXIT_OK
+from ._exit import EXIT_INCOMPLETE, EXIT_OK, signal_exit_code
 from ._signals import cancel_on_signals
 
 
@@ -48,9 +53,49 @@ def run_prompt(
     workspace: Path,
     mode: Literal["ask", "execute"],
     max_steps: int = 50,
+    ask: bool = True,
+    show_thinking: bool = False,
 ) -> int:
-    """Runs the agent once; returns 0 when it completed, 1 otherwise."""
-    return anyio.run(_run, prompt, endpoint, workspace, mode, max_steps, backend="asyncio")
+    """Runs the agent once; returns 0 completed, 1 otherwise, 128+N when stopped by signal N.
+
+    `ask`: on a terminal, ask before each Execute action (ignored when stdin is not a TTY).
+    """
+    interactive = ask and sys.stdin.isatty()
+    return anyio.run(
+        _run,
+        prompt,
+        endpoint,
+        workspace,
+        mode,
+        max_steps,
+        interactive,
+        show_thinking,
+        backend="asyncio",
+    )
+
+
+def _action_text(name: str, arguments: Mapping[str, Any]) -> str:
+    """What an Execute action will do, in one line for the question (model text: sanitised)."""
+    command = arguments.get("command")
+    if isinstance(command, str):
+        shown = command
+    else:
+        shown = json.dumps(dict(arguments), ensure_ascii=False, default=str)
+    flat = " ".join(screen_text(shown).split())
+    return flat if len(flat) <= 300 else flat[:299] + "…"
+
+
+async def ask_on_terminal(name: str, arguments: Mapping[str, Any]) -> bool:
+    """Asks the person at the terminal whether the agent may run this action (default: no)."""
+    question = f"Allow {name}: {_action_text(name, arguments)} ? [y/N] "
+
+    def ask() -> bool:
+        sys.stderr.write(question)
+        sys.stderr.flush()
+        answer = sys.stdin.readline()
+        return answer.strip().lower() in ("y", "yes")
+
+    return await anyio.to_thread.run_sync(ask, abandon_on_cancel=True)
 
 
 async def _run(
@@ -59,8 +104,10 @@ async def _run(
     workspace: Path,
     mode: Literal["ask", "execute"],
     max_steps: int,
+    interactive: bool,
+    show_thinking: bool,
 ) -> int:
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
     tally = _Tally()
 
     def end_text() -> None:
@@ -75,7 +122,8 @@ async def _run(
             sys.stdout.flush()
             tally.text_open = True
         elif isinstance(event, ReasoningDelta):
-            return
+            if show_thinking:
+                err.print(escape(screen_text(event.text)), style="dim italic", end="")
         elif isinstance(event, Retrying):
             end_text()
             err.print(
@@ -101,7 +149,13 @@ async def _run(
 
     cancel = CancelSignal()
     agent = Agent(
-        agent_config(endpoint, workspace=workspace, mode=mode, max_steps=max_steps),
+        agent_config(
+            endpoint,
+            workspace=workspace,
+            mode=mode,
+            max_steps=max_steps,
+            approve=ask_on_terminal if interactive and mode == "execute" else None,
+        ),
         observer=observe,
     )
     async with cancel_on_signals(cancel) as received:
@@ -120,11 +174,23 @@ async def _run(
         err.print(
             f"[yellow]cancelled by signal; every command and child was stopped[/] ({summary})"
         )
-    elif status == "completed":
+        return signal_exit_code(received) or EXIT_INCOMPLETE
+    if status == "completed":
         err.print(f"[green]{summary}[/]")
-    else:
-        err.print(f"[red]{summary}[/]")
-    return EXIT_OK if status == "completed" else EXIT_INCOMPLETE
+        return EXIT_OK
+    err.print(f"[red]{summary}[/]")
+    # The library's safe reason: fixed vocabulary, never the server's or the model's words.
+    reason = result.error or _STATUS_REASONS.get(status, status)
+    err.print(f"harness: the run did not complete: {escape(reason)}")
+    return EXIT_INCOMPLETE
+
+
+_STATUS_REASONS = {
+    "cancelled": "the run was cancelled",
+    "max-tokens": "the model hit its token limit",
+    "step-limit": "the step limit was reached (raise --max-steps)",
+    "refusal": "the model refused (content filter)",
+}
 
 
 def _clip(text: str, limit: int = 160) -> str:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from harness._exit import UsageError
 
 
 class ModeChoice(StrEnum):
@@ -20,7 +24,10 @@ ConfigOption = Annotated[
     Path | None,
     typer.Option(
         "--config",
-        help="Path of harness.toml (default: harness.toml in the workspace, if present).",
+        help=(
+            "Path of harness.toml (default: the workspace's harness.toml, else the one in "
+            "the user config directory, else the built-in providers)."
+        ),
         dir_okay=False,
     ),
 ]
@@ -53,6 +60,56 @@ BaseURLOption = Annotated[
 ]
 
 
+def print_version(value: bool) -> None:
+    if value:
+        from harness._version import installed_version
+
+        sys.stdout.write(f"harness {installed_version()}\n")
+        raise typer.Exit(0)
+
+
+VersionOption = Annotated[
+    bool,
+    typer.Option(
+        "--version",
+        help="Print the harness version and exit.",
+        callback=print_version,
+        is_eager=True,
+        expose_value=True,
+    ),
+]
+JSONOption = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Machine-readable output: one JSON object per line (schema in the README).",
+    ),
+]
+ShowThinkingOption = Annotated[
+    bool,
+    typer.Option("--show-thinking", help="Show the model's reasoning as it streams (dimmed)."),
+]
+
+
 def workspace_path(workspace: Path | None) -> Path:
-    """The workspace as an absolute path (the current directory when not given)."""
-    return (workspace or Path.cwd()).resolve()
+    """The workspace as an absolute path (the current directory when not given).
+
+    Raises:
+        UsageError: the directory does not exist or cannot be entered and read.
+    """
+    path = (workspace or Path.cwd()).resolve()
+    if not path.is_dir() or not os.access(path, os.R_OK | os.X_OK):
+        raise UsageError(f"the workspace is not accessible: {path}")
+    return path
+
+
+def read_prompt(prompt: str) -> str:
+    """`prompt`, or standard input when it is `-`.
+
+    Raises:
+        UsageError: the prompt is empty (after reading stdin, for `-`).
+    """
+    text = sys.stdin.read() if prompt == "-" else prompt
+    if not text.strip():
+        raise UsageError("the prompt is empty" + (" (nothing on stdin)" if prompt == "-" else ""))
+    return text

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ._options import JSONOption
 from ._support import cli_errors
 
 
@@ -14,6 +15,7 @@ def demo(
     live: Annotated[
         bool, typer.Option("--live/--no-live", help="Show live progress while scenarios run.")
     ] = True,
+    json: JSONOption = False,
 ) -> None:
     """Run the keyless demo: every way of delegating, against a scripted model.
 
@@ -26,4 +28,6 @@ def demo(
     from harness._demo.catalogue import demo_scenarios
     from harness._demo.runner import run_scenarios_cli
 
-    raise typer.Exit(run_scenarios_cli(demo_scenarios(), title="harness demo", live=live))
+    raise typer.Exit(
+        run_scenarios_cli(demo_scenarios(), title="harness demo", live=live, json=json)
+    )

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ._options import JSONOption
 from ._support import cli_errors
 
 
@@ -16,6 +17,7 @@ def e2e(
         typer.Option("--keyed", help="Add the real-model scenarios (needs DEEPSEEK_API_KEY)."),
     ] = False,
     live: Annotated[bool, typer.Option("--live/--no-live", help="Show live progress.")] = True,
+    json: JSONOption = False,
 ) -> None:
     """Run the keyless end-to-end scenarios and print their table.
 
@@ -34,4 +36,4 @@ def e2e(
         if not os.environ.get("DEEPSEEK_API_KEY"):
             raise MissingKeyError
         scenarios = [*scenarios, *keyed_scenarios()]
-    raise typer.Exit(run_scenarios_cli(scenarios, title="harness e2e", live=live))
+    raise typer.Exit(run_scenarios_cli(scenarios, title="harness e2e", live=live, json=json))

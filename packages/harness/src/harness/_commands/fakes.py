@@ -9,8 +9,8 @@ import typer
 _PASSTHROUGH: dict[str, Any] = {
     "allow_extra_args": True,
     "ignore_unknown_options": True,
-    "help_option_names": [],
 }
+"""Every argument but `--help`/`--version` goes to the fake unchanged."""
 
 
 def _exit_with(code: int | None) -> None:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ._options import ConfigOption, WorkspaceOption, workspace_path
+from ._options import ConfigOption, JSONOption, WorkspaceOption, workspace_path
 from ._support import cli_errors
 
 
@@ -21,6 +21,7 @@ def providers(
             help="Start each provider once (ACP: initialize + session/new; SDK: initialize).",
         ),
     ] = True,
+    json: JSONOption = False,
 ) -> None:
     """List the configured providers and check that each can start.
 
@@ -32,4 +33,4 @@ def providers(
 
     root = workspace_path(workspace)
     settings = load_config(config, workspace=root)
-    raise typer.Exit(show_providers(settings, workspace=root, check=check))
+    raise typer.Exit(show_providers(settings, workspace=root, check=check, json=json))

@@ -11,7 +11,9 @@ from ._options import (
     ConfigOption,
     ModeChoice,
     ModelOption,
+    ShowThinkingOption,
     WorkspaceOption,
+    read_prompt,
     workspace_path,
 )
 from ._support import cli_errors
@@ -19,7 +21,7 @@ from ._support import cli_errors
 
 @cli_errors
 def run(
-    prompt: Annotated[str, typer.Argument(help="The task for the agent.")],
+    prompt: Annotated[str, typer.Argument(help="The task for the agent; - reads it from stdin.")],
     mode: Annotated[
         ModeChoice,
         typer.Option(help="ask: read-only tools; execute: may run commands and write files."),
@@ -29,13 +31,27 @@ def run(
     base_url: BaseURLOption = None,
     config: ConfigOption = None,
     max_steps: Annotated[int, typer.Option(min=1, help="Model rounds before giving up.")] = 50,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            "-y",
+            help=(
+                "Do not ask before each Execute action (commands, file writes). Without it, "
+                "execute mode asks on a terminal and refuses when there is none to ask."
+            ),
+        ),
+    ] = False,
+    show_thinking: ShowThinkingOption = False,
 ) -> None:
     """Run the direct-model agent on PROMPT against a real endpoint.
 
     Streams the answer, shows tool calls, commands and child agents live, and prints token
     usage at the end. Needs DEEPSEEK_API_KEY for the DeepSeek API; with --base-url any
-    OpenAI-compatible server works. Ctrl-C cancels cleanly: every child and command is
-    stopped and a summary is printed. Exit 0 when the run completed, 1 otherwise.
+    OpenAI-compatible server works. In execute mode each command or file write is shown and
+    needs your yes first (unless --yes). Ctrl-C cancels cleanly: every child and command is
+    stopped and a summary is printed. Exit 0 when the run completed, 1 when it failed (the
+    reason is printed), 2 for a usage error, 130 when interrupted.
     """
     from harness._config import load_config
     from harness._endpoint import resolve_endpoint
@@ -45,6 +61,12 @@ def run(
     settings = load_config(config, workspace=root)
     endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
     code = run_prompt(
-        prompt, endpoint=endpoint, workspace=root, mode=mode.value, max_steps=max_steps
+        read_prompt(prompt),
+        endpoint=endpoint,
+        workspace=root,
+        mode=mode.value,
+        max_steps=max_steps,
+        ask=not yes,
+        show_thinking=show_thinking,
     )
     raise typer.Exit(code)

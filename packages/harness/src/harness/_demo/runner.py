@@ -8,13 +8,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
-from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 from subagent_core import SubagentResult
 
-from harness._exit import EXIT_INCOMPLETE, EXIT_OK
+from harness._exit import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK
+from harness._json_output import emit
+from harness._output import output_console
 
 from .scenario import Scenario, ScenarioContext, ScenarioOutcome, check
 
@@ -102,9 +103,15 @@ def result_table(title: str, outcomes: Sequence[ScenarioOutcome]) -> Table:
     return table
 
 
-def run_scenarios_cli(scenarios: Sequence[Scenario], *, title: str, live: bool) -> int:
-    """Runs `scenarios` with live progress, prints the table; 0 only when all matched."""
-    console = Console()
+def run_scenarios_cli(
+    scenarios: Sequence[Scenario], *, title: str, live: bool, json: bool = False
+) -> int:
+    """Runs `scenarios` with live progress, prints the table; 0 only when all matched.
+
+    With `json`, prints one NDJSON `scenario` object per row and a `summary` object instead.
+    """
+    console = output_console()
+    live = live and not json and console.is_terminal
     states: dict[str, str] = {}
 
     def progress() -> Table:
@@ -129,12 +136,30 @@ def run_scenarios_cli(scenarios: Sequence[Scenario], *, title: str, live: bool) 
         outcomes = anyio.run(main, backend="asyncio")
     except KeyboardInterrupt:
         # The runs were cancelled and every child disposed before this point.
-        console.print("[yellow]interrupted: every scenario's child was stopped[/]")
-        return EXIT_INCOMPLETE
-    console.print(result_table(title, outcomes))
+        output_console(stderr=True).print(
+            "[yellow]interrupted: every scenario's child was stopped[/]"
+        )
+        return EXIT_INTERRUPTED
     matched = sum(outcome.matched for outcome in outcomes)
+    code = EXIT_OK if matched == len(outcomes) else EXIT_INCOMPLETE
+    if json:
+        for outcome in outcomes:
+            emit(
+                {
+                    "type": "scenario",
+                    "name": outcome.name,
+                    "stop_reason": outcome.result.stop_reason,
+                    "output": outcome.result.output,
+                    "diagnostic": outcome.result.diagnostic,
+                    "matched": outcome.matched,
+                    "mismatch": outcome.mismatch,
+                }
+            )
+        emit({"type": "summary", "matched": matched, "total": len(outcomes), "exit_code": code})
+        return code
+    console.print(result_table(title, outcomes))
     console.print(f"{matched}/{len(outcomes)} scenarios matched")
-    return EXIT_OK if matched == len(outcomes) else EXIT_INCOMPLETE
+    return code
 
 
 def _ignore(name: str, state: str) -> None:
