@@ -85,7 +85,7 @@ async def test_a_failing_body_is_logged_never_raised(caplog: pytest.LogCaptureFi
         owned = OwnedTask.start(body, name="test.owned")
         await owned.wait()
     assert owned.done
-    assert [r.getMessage() for r in caplog.records] == ["an owned task failed"]
+    assert [r.getMessage() for r in caplog.records] == ["owned task test.owned failed"]
 
 
 async def test_a_dropped_owner_does_not_lose_the_running_body() -> None:

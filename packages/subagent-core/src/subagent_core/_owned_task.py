@@ -45,7 +45,7 @@ class OwnedTask:
         """
         loop = asyncio.get_running_loop()
         owned = cls()
-        task = loop.create_task(owned._main(body), name=name)
+        task = loop.create_task(owned._main(body, name), name=name)
         _running.add(task)
         task.add_done_callback(_running.discard)
         # A task cancelled before its first step never enters `_main`; `wait()` must still end.
@@ -53,12 +53,12 @@ class OwnedTask:
         owned._task = task
         return owned
 
-    async def _main(self, body: Callable[[], Awaitable[None]]) -> None:
+    async def _main(self, body: Callable[[], Awaitable[None]], name: str) -> None:
         try:
             with self._scope:
                 await body()
         except Exception:
-            _log.exception("an owned task failed")
+            _log.exception("owned task %s failed", name)
         finally:
             self._done.set()
 
