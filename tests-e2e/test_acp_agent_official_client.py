@@ -9,6 +9,7 @@ import asyncio
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -79,17 +80,26 @@ class Agent:
 
 @asynccontextmanager
 async def open_acp_agent(
-    client: RecordingClient, base_url: str, *extra: str
+    client: RecordingClient,
+    base_url: str,
+    *extra: str,
+    state_dir: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[Agent]:
     """Starts `python -m harness acp-agent` and connects the SDK's client to it."""
+    base = ["--base-url", base_url] if base_url else []
+    scratch = tempfile.TemporaryDirectory(prefix="acp-state-")
+    state = state_dir if state_dir is not None else Path(scratch.name)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "harness",
         "acp-agent",
-        "--base-url",
-        base_url,
+        *base,
+        "--state-dir",
+        str(state),
         *extra,
+        env=env,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         start_new_session=True,
@@ -113,6 +123,7 @@ async def open_acp_agent(
                 os.killpg(process.pid, signal.SIGKILL)
                 await process.wait()
             await conn.close()
+            scratch.cleanup()
 
 
 async def _session(agent: Agent, workspace: Path) -> str:
@@ -149,8 +160,9 @@ async def test_prompt_streams_text_and_ends_the_turn(scripted_model: Any, worksp
             assert await agent.process.wait() == 0
     assert client.text() == "Hi from the agent."
     assert any(isinstance(u, AgentThoughtChunk) for u in client.updates)
+    # Chunks the client has not taken yet merge, so a fast stream may arrive in fewer pieces.
     chunks = [u for u in client.updates if isinstance(u, AgentMessageChunk)]
-    assert len(chunks) == 4
+    assert 1 <= len(chunks) <= 4
 
 
 async def test_a_failed_turn_is_internal_error_without_data(
@@ -196,8 +208,10 @@ async def test_tool_calls_are_reported_and_permission_is_asked(
     assert (workspace / "proof.txt").read_text(encoding="utf-8") == "yes\n"
     starts = [u for u in client.updates if isinstance(u, ToolCallStart)]
     ends = [u for u in client.updates if isinstance(u, ToolCallProgress)]
-    assert [(s.title, s.kind) for s in starts] == [("process_execute", "execute")]
-    assert [e.status for e in ends] == ["completed"]
+    assert [(s.title, s.kind, s.status) for s in starts] == [
+        ("echo yes > proof.txt", "execute", "pending")
+    ]
+    assert [e.status for e in ends] == ["in_progress", "completed"]
 
 
 async def test_a_refused_permission_runs_nothing(scripted_model: Any, workspace: Path) -> None:
@@ -338,3 +352,215 @@ async def test_a_content_filter_finish_is_refusal(scripted_model: Any, workspace
             session_id = await _session(agent, workspace)
             response = await _prompt(agent, session_id, "forbidden")
     assert response.stop_reason == "refusal"
+
+
+# ---- conversations, sessions that survive the process, modes, auth, rich tool calls ----------
+
+
+def _user_and_assistant_texts(request: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (message["role"], message["content"])
+        for message in request["messages"]
+        if message["role"] in ("user", "assistant") and message.get("content")
+    ]
+
+
+_CONVERSATION_RULES = [
+    {
+        "match": "my number is 41",
+        "replies": [{"text": "Noted: 41."}, {"text": "41 plus one is 42."}],
+    }
+]
+
+
+async def test_a_session_keeps_its_conversation_across_prompts(
+    scripted_model: Any, workspace: Path
+) -> None:
+    client = RecordingClient()
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(_CONVERSATION_RULES) as server,
+            open_acp_agent(client, server.base_url) as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            first = await _prompt(agent, session_id, "my number is 41")
+            second = await _prompt(agent, session_id, "add one to it")
+    assert (first.stop_reason, second.stop_reason) == ("end_turn", "end_turn")
+    assert _user_and_assistant_texts(server.requests[-1]) == [
+        ("user", "my number is 41"),
+        ("assistant", "Noted: 41."),
+        ("user", "add one to it"),
+    ]
+
+
+async def test_a_restarted_agent_lists_loads_and_continues_a_session(
+    scripted_model: Any, workspace: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    with anyio.fail_after(90):
+        async with scripted_model(_CONVERSATION_RULES) as server:
+            async with open_acp_agent(RecordingClient(), server.base_url, state_dir=state) as agent:
+                session_id = await _session(agent, workspace)
+                await _prompt(agent, session_id, "my number is 41")
+                agent.process.send_signal(signal.SIGKILL)
+                await agent.process.wait()
+            client = RecordingClient()
+            async with open_acp_agent(client, server.base_url, state_dir=state) as agent:
+                init = await agent.conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+                capabilities = init.agent_capabilities
+                assert capabilities is not None
+                assert capabilities.load_session is True
+                listed = await agent.conn.list_sessions(cwd=str(workspace))
+                assert [s.session_id for s in listed.sessions] == [session_id]
+                assert listed.sessions[0].title == "my number is 41"
+                loaded = await agent.conn.load_session(
+                    cwd=str(workspace), session_id=session_id, mcp_servers=[]
+                )
+                assert loaded.modes is not None
+                assert loaded.modes.current_mode_id == "execute"
+                replayed = list(client.updates)
+                response = await _prompt(agent, session_id, "add one to it")
+    assert [type(u).__name__ for u in replayed] == ["UserMessageChunk", "AgentMessageChunk"]
+    assert [u.content.text for u in replayed] == ["my number is 41", "Noted: 41."]
+    assert response.stop_reason == "end_turn"
+    assert client.text().endswith("41 plus one is 42.")
+    assert _user_and_assistant_texts(server.requests[-1]) == [
+        ("user", "my number is 41"),
+        ("assistant", "Noted: 41."),
+        ("user", "add one to it"),
+    ]
+
+
+async def test_resume_continues_without_replay(
+    scripted_model: Any, workspace: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    with anyio.fail_after(90):
+        async with scripted_model(_CONVERSATION_RULES) as server:
+            async with open_acp_agent(RecordingClient(), server.base_url, state_dir=state) as agent:
+                session_id = await _session(agent, workspace)
+                await _prompt(agent, session_id, "my number is 41")
+            client = RecordingClient()
+            async with open_acp_agent(client, server.base_url, state_dir=state) as agent:
+                await agent.conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+                await agent.conn.resume_session(cwd=str(workspace), session_id=session_id)
+                assert client.updates == []
+                await _prompt(agent, session_id, "add one to it")
+    assert client.text() == "41 plus one is 42."
+
+
+_FORGED_WRITE = {
+    "match": "sneak",
+    "replies": [
+        {
+            "tool_calls": [
+                {"name": "process_execute", "arguments": {"command": "echo x > proof.txt"}},
+                {"name": "write_file", "arguments": {"path": "forged.txt", "content": "x"}},
+            ]
+        },
+        {"text": "done"},
+    ],
+}
+
+
+async def test_ask_mode_refuses_a_forged_command_and_write(
+    scripted_model: Any, workspace: Path
+) -> None:
+    client = RecordingClient(allow=True)
+    with anyio.fail_after(60):
+        async with (
+            scripted_model([_FORGED_WRITE]) as server,
+            open_acp_agent(client, server.base_url) as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            await agent.conn.set_session_mode(session_id=session_id, mode_id="ask")
+            response = await _prompt(agent, session_id, "sneak")
+    assert response.stop_reason == "end_turn"
+    assert not (workspace / "proof.txt").exists()
+    assert not (workspace / "forged.txt").exists()
+    assert client.permission_kinds == []
+    modes = [u for u in client.updates if type(u).__name__ == "CurrentModeUpdate"]
+    assert [u.current_mode_id for u in modes] == ["ask"]
+    ends = [u for u in client.updates if isinstance(u, ToolCallProgress)]
+    assert [e.status for e in ends] == ["failed", "failed"]
+    tool_results = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert len(tool_results) == 2
+
+
+async def test_without_a_key_the_agent_starts_and_asks_to_authenticate(
+    workspace: Path, tmp_path: Path
+) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL", "DEEPSEEK_MODEL")
+    }
+    client = RecordingClient()
+    with anyio.fail_after(60):
+        async with open_acp_agent(client, "", state_dir=tmp_path / "state", env=env) as agent:
+            init = await agent.conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            assert [m.id for m in init.auth_methods or []] == ["deepseek-api-key"]
+            with pytest.raises(acp.RequestError) as caught:
+                await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+            with pytest.raises(acp.RequestError) as again:
+                await agent.conn.authenticate(method_id="deepseek-api-key")
+    assert caught.value.code == -32000
+    assert again.value.code == -32000
+
+
+async def test_a_write_is_an_edit_tool_call_with_a_diff(
+    scripted_model: Any, workspace: Path
+) -> None:
+    (workspace / "notes.txt").write_text("old line\n", encoding="utf-8")
+    write = {"name": "write_file", "arguments": {"path": "notes.txt", "content": "new line\n"}}
+    rules = [{"match": "rewrite", "replies": [{"tool_calls": [write]}, {"text": "ok"}]}]
+    client = RecordingClient(allow=True)
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(rules) as server,
+            open_acp_agent(client, server.base_url) as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            await _prompt(agent, session_id, "rewrite")
+    assert (workspace / "notes.txt").read_text(encoding="utf-8") == "new line\n"
+    (start,) = [u for u in client.updates if isinstance(u, ToolCallStart)]
+    assert (start.kind, start.title, start.status) == ("edit", "Write notes.txt", "pending")
+    assert [loc.path for loc in start.locations or []] == [str(workspace / "notes.txt")]
+    (diff,) = start.content or []
+    assert (diff.type, diff.path, diff.old_text, diff.new_text) == (
+        "diff",
+        str(workspace / "notes.txt"),
+        "old line\n",
+        "new line\n",
+    )
+    assert client.permission_kinds == ["edit"]
+    ends = [u.status for u in client.updates if isinstance(u, ToolCallProgress)]
+    assert ends == ["in_progress", "completed"]
+
+
+async def test_the_model_is_a_validated_session_config_option(
+    scripted_model: Any, workspace: Path
+) -> None:
+    client = RecordingClient()
+    with anyio.fail_after(60):
+        async with (
+            scripted_model([]) as server,
+            open_acp_agent(client, server.base_url, "--model", "m1") as agent,
+        ):
+            await agent.conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+            options = {o.id: o for o in session.config_options or []}
+            assert options["model"].current_value == "m1"
+            assert options["mode"].current_value == "execute"
+            with pytest.raises(acp.RequestError) as caught:
+                await agent.conn.set_config_option(
+                    config_id="model", session_id=session.session_id, value="no-such-model"
+                )
+            changed = await agent.conn.set_config_option(
+                config_id="mode", session_id=session.session_id, value="ask"
+            )
+    assert caught.value.code == -32602
+    assert {o.id: o.current_value for o in changed.config_options} == {
+        "mode": "ask",
+        "model": "m1",
+    }

@@ -1,53 +1,89 @@
 """`harness acp-agent`: the direct-model agent behind the official `acp` SDK, on stdio.
 
-This is the one module that touches the asyncio-only `acp` SDK on the server side. Each
-`session/prompt` runs one `model_agent.Agent` turn; the agent's typed events become
-`session/update` notifications (text, thoughts, tool calls) sent in order before the response.
-`session/cancel` fires the turn's cancel signal, which reaches running commands and children.
-stdin EOF, SIGTERM and SIGINT cancel every turn, wait (bounded) for their cleanup and exit 0.
+This is the one module that touches the asyncio-only `acp` SDK on the server side. A session
+is a conversation (`Conversation`): each `session/prompt` continues its history, and every
+session is stored under the state directory, so `session/list`, `session/load` (the history
+replayed as updates) and `session/resume` work across restarts. Modes `ask`/`execute` are
+ACP session modes; the model is a session config option. Without an API key the agent still
+starts: it advertises an environment-variable auth method and answers `session/new` and
+`session/prompt` with `auth_required` (-32000).
+
+The agent's typed events become `session/update` notifications, sent in order before the
+response; tool calls carry their ACP kind, a title, locations and content (a diff for edits,
+the bounded output for commands). `session/cancel` fires the turn's cancel signal, which
+reaches running commands and children. stdin EOF, SIGTERM and SIGINT cancel every turn, wait
+(bounded) for their cleanup and exit 0.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
-import math
+import os
 import sys
 import uuid
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import anyio
-import anyio.abc
 from acp import PROTOCOL_VERSION, RequestError
 from acp.core import AgentSideConnection
 from acp.helpers import (
-    start_tool_call,
+    text_block,
+    tool_content,
+    tool_diff_content,
     update_agent_message_text,
     update_agent_thought_text,
-    update_tool_call,
+    update_current_mode,
+    update_user_message_text,
 )
 from acp.schema import (
     AgentCapabilities,
     AgentMessageChunk,
     AgentThoughtChunk,
     AllowedOutcome,
+    AuthenticateResponse,
+    AuthEnvVar,
+    ConfigOptionUpdate,
+    EmbeddedResourceContentBlock,
+    EnvVarAuthMethod,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PermissionOption,
+    PromptCapabilities,
     PromptResponse,
+    ResourceContentBlock,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionConfigOptionBoolean,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionMode,
+    SessionModeState,
+    SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
     StopReason,
     TextContentBlock,
+    TextResourceContents,
+    ToolCallLocation,
     ToolCallProgress,
     ToolCallStart,
     ToolCallUpdate,
 )
 from model_agent import (
-    Agent,
     AgentEvent,
+    AgentStatus,
     ReasoningDelta,
     TextDelta,
     ToolEnded,
@@ -55,8 +91,12 @@ from model_agent import (
 )
 from subagent_core import CancelSignal
 
-from ._agent_factory import agent_config
+from ._agent_server_tools import ASKS_APPROVAL, MAX_OUTPUT_CHARS, ToolView, cut, describe
+from ._config import API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
+from ._conversation import Conversation
 from ._endpoint import ResolvedEndpoint
+from ._session_store import SessionMode as ModeId
+from ._session_store import SessionStore, StoredSession, TranscriptEntry
 from ._stdio import StdioLines
 from ._version import VERSION
 
@@ -64,22 +104,32 @@ _log = logging.getLogger("harness.acp_agent")
 
 SHUTDOWN_GRACE_SECONDS = 15.0
 """How long EOF/SIGTERM waits for cancelled turns to clean up their commands and children."""
+LIST_PAGE_SIZE = 50
+"""Sessions per `session/list` page."""
+AUTH_METHOD_ID = "deepseek-api-key"
+MODE_OPTION_ID = "mode"
+MODEL_OPTION_ID = "model"
+DEEPSEEK_MODELS = (DEFAULT_MODEL, "deepseek-reasoner")
+"""Offered as model choices when the endpoint is DeepSeek's own."""
 
-_STOP_REASONS: dict[str, StopReason] = {
+_STOP_REASONS: dict[AgentStatus, StopReason] = {
     "completed": "end_turn",
     "max-tokens": "max_tokens",
     "refusal": "refusal",
     "cancelled": "cancelled",
     "step-limit": "max_turn_requests",
 }
-_TOOL_KINDS: dict[str, Literal["read", "edit", "search", "execute", "other"]] = {
-    "process_execute": "execute",
-    "subagent_delegate": "other",
-    "read_file": "read",
-    "list_directory": "read",
-    "search_text": "search",
-    "write_file": "edit",
-    "edit_file": "edit",
+_MODES: dict[ModeId, SessionMode] = {
+    "ask": SessionMode(
+        id="ask",
+        name="Ask",
+        description="Reads the workspace and answers; never runs a command or writes a file.",
+    ),
+    "execute": SessionMode(
+        id="execute",
+        name="Execute",
+        description="May change files and run commands (each action asked for first).",
+    ),
 }
 _ALLOW_OPTION = "allow-once"
 _REJECT_OPTION = "reject-once"
@@ -97,14 +147,117 @@ class TurnFailedError(RequestError):
         return {"code": self.code, "message": "Internal error"}
 
 
+class _Updates:
+    """A turn's outgoing updates, in order; consecutive text chunks merge while waiting.
+
+    The agent publishes synchronously and never waits on the client; merging keeps what waits
+    bounded by the turn's own text, not by how many chunks it streamed.
+    """
+
+    def __init__(self) -> None:
+        self._items: deque[_Update] = deque()
+        self._ready = anyio.Event()
+        self._drained = anyio.Event()
+        self._drained.set()
+        self._closed = False
+
+    def put(self, update: _Update) -> None:
+        last = self._items[-1] if self._items else None
+        if (
+            isinstance(update, AgentMessageChunk | AgentThoughtChunk)
+            and type(last) is type(update)
+            and isinstance(update.content, TextContentBlock)
+            and isinstance(cast(AgentMessageChunk, last).content, TextContentBlock)
+        ):
+            previous = cast(TextContentBlock, cast(AgentMessageChunk, last).content)
+            merged = previous.text + update.content.text
+            self._items[-1] = (
+                update_agent_message_text(merged)
+                if isinstance(update, AgentMessageChunk)
+                else update_agent_thought_text(merged)
+            )
+        else:
+            self._items.append(update)
+        if self._drained.is_set():
+            self._drained = anyio.Event()
+        self._ready.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._ready.set()
+
+    async def flush(self) -> None:
+        """Returns once everything put so far was sent (or dropped)."""
+        await self._drained.wait()
+
+    async def pump(self, conn: AgentSideConnection | None, session_id: str) -> None:
+        """Sends updates until closed and empty; a dead client only drops them."""
+        while True:
+            while self._items:
+                update = self._items.popleft()
+                if conn is not None:
+                    try:
+                        await conn.session_update(session_id=session_id, update=update)
+                    except Exception:
+                        _log.debug("dropping a session/update: the client is gone")
+            self._drained.set()
+            if self._closed:
+                return
+            self._ready = anyio.Event()
+            if self._items:
+                continue
+            await self._ready.wait()
+
+
 @dataclass(slots=True)
 class _Session:
-    id: str
-    workspace: Path
+    conversation: Conversation
     cancel: CancelSignal | None = None
     """The running turn's signal; None while idle."""
+    updates: _Updates | None = None
+    """The running turn's outgoing updates."""
     last_call: dict[str, str] = field(default_factory=dict[str, str])
     """Tool name → id of its latest started call, so a permission request names the call."""
+    views: dict[str, ToolView] = field(default_factory=dict[str, ToolView])
+
+    @property
+    def id(self) -> str:
+        return self.conversation.session_id
+
+    @property
+    def stored(self) -> StoredSession:
+        return self.conversation.stored
+
+
+def _locations(view: ToolView) -> list[ToolCallLocation] | None:
+    return [ToolCallLocation(path=path) for path in view.paths] or None
+
+
+def _diff_content(view: ToolView) -> list[Any] | None:
+    if view.diff is None:
+        return None
+    diff = view.diff
+    return [tool_diff_content(diff.path, diff.new_text, diff.old_text)]
+
+
+def _prompt_text(blocks: Sequence[Any]) -> str:
+    """The prompt as text: text blocks, embedded text resources and links; media refused."""
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            if not isinstance(resource, TextResourceContents):
+                raise RequestError.invalid_params({"prompt": "binary resources are not supported"})
+            parts.append(
+                f"\n<resource uri={json.dumps(resource.uri)}>\n{resource.text}\n</resource>\n"
+            )
+        elif isinstance(block, ResourceContentBlock):
+            parts.append(f"\n[resource: {block.name} {block.uri}]\n")
+        else:
+            raise RequestError.invalid_params({"prompt": "only text and resources are supported"})
+    return "".join(parts)
 
 
 class HarnessACPAgent:
@@ -114,14 +267,16 @@ class HarnessACPAgent:
         self,
         *,
         endpoint: ResolvedEndpoint,
-        mode: Literal["ask", "execute"],
+        mode: ModeId,
         ask_permission: bool,
         max_steps: int,
+        store: SessionStore,
     ) -> None:
         self._endpoint = endpoint
-        self._mode: Literal["ask", "execute"] = mode
+        self._mode: ModeId = mode
         self._ask_permission = ask_permission
         self._max_steps = max_steps
+        self._store = store
         self._conn: AgentSideConnection | None = None
         self._sessions: dict[str, _Session] = {}
         self._running = 0
@@ -130,6 +285,30 @@ class HarnessACPAgent:
 
     def on_connect(self, conn: AgentSideConnection) -> None:
         self._conn = conn
+
+    # -- auth -------------------------------------------------------------------------------
+
+    @property
+    def _needs_key(self) -> bool:
+        endpoint = self._endpoint
+        return endpoint.api_key is None and endpoint.base_url.rstrip("/") == DEFAULT_BASE_URL
+
+    def _require_auth(self) -> None:
+        if self._needs_key:
+            raise RequestError.auth_required({"authMethods": [AUTH_METHOD_ID]})
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        if method_id != AUTH_METHOD_ID:
+            raise RequestError.invalid_params({"methodId": "unknown auth method"})
+        key = os.environ.get(API_KEY_ENV) or None
+        if key is not None and self._needs_key:
+            self._endpoint = dataclasses.replace(self._endpoint, api_key=key)
+            for session in self._sessions.values():
+                session.conversation.set_endpoint(self._endpoint)
+        self._require_auth()
+        return AuthenticateResponse()
+
+    # -- lifecycle requests -----------------------------------------------------------------
 
     async def initialize(
         self,
@@ -140,9 +319,52 @@ class HarnessACPAgent:
     ) -> InitializeResponse:
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
-            agent_capabilities=AgentCapabilities(),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
+                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(), resume=SessionResumeCapabilities()
+                ),
+            ),
+            auth_methods=[
+                EnvVarAuthMethod(
+                    type="env_var",
+                    id=AUTH_METHOD_ID,
+                    name="DeepSeek API key",
+                    description=f"Start the agent with {API_KEY_ENV} set to your API key.",
+                    vars=[AuthEnvVar(name=API_KEY_ENV, label="DeepSeek API key")],
+                    link="https://platform.deepseek.com/api_keys",
+                )
+            ],
             agent_info=Implementation(name="harness-acp-agent", title="harness", version=VERSION),
         )
+
+    async def _workspace(self, cwd: str) -> Path:
+        workspace = anyio.Path(cwd)
+        if not workspace.is_absolute() or not await workspace.is_dir():
+            raise RequestError.invalid_params({"cwd": "must be an absolute, existing directory"})
+        return Path(await workspace.resolve())
+
+    def _open(self, stored: StoredSession) -> _Session:
+        session_holder: list[_Session] = []
+
+        async def approve(tool_name: str, arguments: Mapping[str, Any]) -> bool:
+            return await self._approve(session_holder[0], tool_name, arguments)
+
+        conversation = Conversation(
+            stored,
+            store=self._store,
+            endpoint=self._endpoint,
+            max_steps=self._max_steps,
+            approve=approve if self._ask_permission else None,
+        )
+        session = _Session(conversation=conversation)
+        session_holder.append(session)
+        self._sessions[session.id] = session
+        return session
 
     async def new_session(
         self,
@@ -151,13 +373,192 @@ class HarnessACPAgent:
         additional_directories: object = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
-        workspace = anyio.Path(cwd)
-        if not workspace.is_absolute() or not await workspace.is_dir():
-            raise RequestError.invalid_params({"cwd": "must be an absolute, existing directory"})
-        resolved = Path(await workspace.resolve())
-        session = _Session(id=f"sess_{uuid.uuid4().hex}", workspace=resolved)
-        self._sessions[session.id] = session
-        return NewSessionResponse(session_id=session.id)
+        self._require_auth()
+        workspace = await self._workspace(cwd)
+        stored = StoredSession(
+            session_id=f"sess_{uuid.uuid4().hex}",
+            cwd=workspace,
+            mode=self._mode,
+            model=self._endpoint.model,
+        )
+        session = self._open(stored)
+        await session.conversation.save()
+        return NewSessionResponse(
+            session_id=session.id,
+            modes=self._mode_state(stored),
+            config_options=self._config_options(stored),
+        )
+
+    async def _find(self, session_id: str, cwd: str) -> _Session:
+        workspace = await self._workspace(cwd)
+        session = self._sessions.get(session_id)
+        if session is None:
+            stored = await self._store.load(session_id)
+            if stored is None:
+                raise RequestError.invalid_params({"sessionId": "unknown session"})
+            session = self._open(stored)
+        if session.cancel is None:
+            session.stored.cwd = workspace
+        return session
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: object = None,
+        additional_directories: object = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        session = await self._find(session_id, cwd)
+        await self._replay(session)
+        return LoadSessionResponse(
+            modes=self._mode_state(session.stored),
+            config_options=self._config_options(session.stored),
+        )
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: object = None,
+        mcp_servers: object = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        session = await self._find(session_id, cwd)
+        return ResumeSessionResponse(
+            modes=self._mode_state(session.stored),
+            config_options=self._config_options(session.stored),
+        )
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        start = 0
+        if cursor is not None:
+            if not cursor.isdigit():
+                raise RequestError.invalid_params({"cursor": "not a cursor of this agent"})
+            start = int(cursor)
+        where = Path(await anyio.Path(cwd).resolve()) if cwd else None
+        sessions = await self._store.list(cwd=where)
+        page = sessions[start : start + LIST_PAGE_SIZE]
+        following = start + LIST_PAGE_SIZE
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=stored.session_id,
+                    cwd=str(stored.cwd),
+                    title=stored.title,
+                    updated_at=stored.updated_at,
+                )
+                for stored in page
+            ],
+            next_cursor=str(following) if following < len(sessions) else None,
+        )
+
+    async def _replay(self, session: _Session) -> None:
+        """Sends the stored transcript as the updates a client would have seen."""
+        conn = self._conn
+        if conn is None:
+            return
+        for entry in list(session.stored.transcript):
+            update = _replayed(entry)
+            try:
+                await conn.session_update(session_id=session.id, update=update)
+            except Exception:
+                _log.debug("dropping a replayed update: the client is gone")
+                return
+
+    # -- modes and config -------------------------------------------------------------------
+
+    def _mode_state(self, stored: StoredSession) -> SessionModeState:
+        return SessionModeState(current_mode_id=stored.mode, available_modes=list(_MODES.values()))
+
+    def _models(self, stored: StoredSession) -> list[str]:
+        models = [self._endpoint.model, stored.model]
+        if self._endpoint.base_url.rstrip("/") == DEFAULT_BASE_URL:
+            models.extend(DEEPSEEK_MODELS)
+        return list(dict.fromkeys(models))
+
+    def _config_options(
+        self, stored: StoredSession
+    ) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
+        return [
+            SessionConfigOptionSelect(
+                type="select",
+                id=MODE_OPTION_ID,
+                name="Mode",
+                category="mode",
+                current_value=stored.mode,
+                options=[
+                    SessionConfigSelectOption(value=mode.id, name=mode.name)
+                    for mode in _MODES.values()
+                ],
+            ),
+            SessionConfigOptionSelect(
+                type="select",
+                id=MODEL_OPTION_ID,
+                name="Model",
+                category="model",
+                current_value=stored.model,
+                options=[
+                    SessionConfigSelectOption(value=model, name=model)
+                    for model in self._models(stored)
+                ],
+            ),
+        ]
+
+    def _known(self, session_id: str) -> _Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params({"sessionId": "unknown session"})
+        return session
+
+    async def _notify(self, session: _Session, update: Any) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        try:
+            await conn.session_update(session_id=session.id, update=update)
+        except Exception:
+            _log.debug("dropping a session/update: the client is gone")
+
+    async def _set_mode(self, session: _Session, mode_id: str) -> None:
+        if mode_id not in _MODES:
+            raise RequestError.invalid_params({"modeId": "unknown mode"})
+        session.stored.mode = "ask" if mode_id == "ask" else "execute"
+        await session.conversation.save()
+        await self._notify(session, update_current_mode(mode_id))
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        session = self._known(session_id)
+        await self._set_mode(session, mode_id)
+        await self._notify(
+            session,
+            ConfigOptionUpdate(
+                session_update="config_option_update",
+                config_options=self._config_options(session.stored),
+            ),
+        )
+        return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        session = self._known(session_id)
+        if config_id == MODE_OPTION_ID and isinstance(value, str):
+            await self._set_mode(session, value)
+        elif config_id == MODEL_OPTION_ID and isinstance(value, str):
+            if value not in self._models(session.stored):
+                raise RequestError.invalid_params({"value": "not a model this agent offers"})
+            session.stored.model = value
+            await session.conversation.save()
+        else:
+            raise RequestError.invalid_params({"configId": "unknown option or value type"})
+        return SetSessionConfigOptionResponse(config_options=self._config_options(session.stored))
+
+    # -- prompts ----------------------------------------------------------------------------
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self._sessions.get(session_id)
@@ -165,59 +566,58 @@ class HarnessACPAgent:
             session.cancel.cancel()
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        session = self._sessions.get(session_id)
-        if session is None:
-            raise RequestError.invalid_params({"sessionId": "unknown session"})
+        self._require_auth()
+        session = self._known(session_id)
         if session.cancel is not None:
             raise RequestError.invalid_request({"sessionId": "a prompt is already running"})
         if self._closing:
             raise TurnFailedError
-        text = "".join(block.text for block in prompt if isinstance(block, TextContentBlock))
+        text = _prompt_text(prompt)
         cancel = CancelSignal()
+        updates = _Updates()
         session.cancel = cancel
+        session.updates = updates
         self._running += 1
         if self._idle is None or self._idle.is_set():
             self._idle = anyio.Event()
+        status: AgentStatus | None = None
         try:
-            status = await self._turn(session, text, cancel)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(updates.pump, self._conn, session.id)
+                try:
+                    status = await self._turn(session, text, cancel, updates)
+                finally:
+                    updates.close()
         finally:
             session.cancel = None
+            session.updates = None
             self._running -= 1
             if self._running == 0:
                 self._idle.set()
-        stop_reason = _STOP_REASONS.get(status)
+        stop_reason = _STOP_REASONS.get(status) if status is not None else None
         if stop_reason is None:
             raise TurnFailedError
         return PromptResponse(stop_reason=stop_reason)
 
-    async def _turn(self, session: _Session, text: str, cancel: CancelSignal) -> str:
-        send, receive = anyio.create_memory_object_stream[_Update](math.inf)
-
+    async def _turn(
+        self, session: _Session, text: str, cancel: CancelSignal, updates: _Updates
+    ) -> AgentStatus | None:
         def observe(event: AgentEvent) -> None:
             update = self._update_for(session, event)
             if update is not None:
-                try:
-                    send.send_nowait(update)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    pass
+                updates.put(update)
 
-        config = agent_config(
-            self._endpoint,
-            workspace=session.workspace,
-            mode=self._mode,
-            max_steps=self._max_steps,
-            approve=self._approver(session, cancel) if self._ask_permission else None,
-        )
-        agent = Agent(config, observer=observe)
-        status = "failed"
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._pump, session.id, receive)
-            with send:
-                try:
-                    status = str((await agent.run(text, cancel)).status)
-                except Exception:
-                    _log.exception("the agent turn failed unexpectedly")
-        return status
+        try:
+            result = await session.conversation.run(text, cancel, observe)
+        except Exception:
+            _log.exception("the agent turn failed unexpectedly")
+            return None
+        if result.status == "failed":
+            _log.warning("turn failed in session %s: %s", session.id, result.error)
+        return result.status
+
+    def _asks_approval(self, session: _Session, name: str) -> bool:
+        return self._ask_permission and session.stored.mode == "execute" and name in ASKS_APPROVAL
 
     def _update_for(self, session: _Session, event: AgentEvent) -> _Update | None:
         if isinstance(event, TextDelta):
@@ -225,78 +625,96 @@ class HarnessACPAgent:
         if isinstance(event, ReasoningDelta):
             return update_agent_thought_text(event.text) if event.text else None
         if isinstance(event, ToolStarted):
+            view = describe(event.name, event.arguments, session.stored.cwd)
+            session.views[event.call_id] = view
             session.last_call[event.name] = event.call_id
-            return start_tool_call(
-                event.call_id,
-                event.name,
-                kind=_TOOL_KINDS.get(event.name, "other"),
-                status="in_progress",
+            pending = self._asks_approval(session, event.name)
+            return ToolCallStart(
+                session_update="tool_call",
+                tool_call_id=event.call_id,
+                title=view.title,
+                kind=view.kind,
+                status="pending" if pending else "in_progress",
+                content=_diff_content(view),
+                locations=_locations(view),
+                raw_input=view.arguments,
             )
         if isinstance(event, ToolEnded):
-            return update_tool_call(
-                event.call_id, status="failed" if event.is_error else "completed"
+            view = session.views.pop(event.call_id, None)
+            output = cut(event.content, MAX_OUTPUT_CHARS)
+            content: list[Any] | None = [tool_content(text_block(output))] if output else None
+            if view is not None and view.diff is not None and not event.is_error:
+                content = None  # the diff shown at the start stays the call's content
+            return ToolCallProgress(
+                session_update="tool_call_update",
+                tool_call_id=event.call_id,
+                status="failed" if event.is_error else "completed",
+                content=content,
             )
         return None
 
-    async def _pump(self, session_id: str, receive: anyio.abc.ObjectReceiveStream[_Update]) -> None:
-        """Sends updates in order; a dead client only drops them (the turn still ends)."""
-        async with receive:
-            async for update in receive:
-                conn = self._conn
-                if conn is None:
-                    continue
-                try:
-                    await conn.session_update(session_id=session_id, update=update)
-                except Exception:
-                    _log.debug("dropping a session/update: the client is gone")
+    async def _approve(
+        self, session: _Session, tool_name: str, arguments: Mapping[str, Any]
+    ) -> bool:
+        """Asks the client; Ask mode refuses whatever it is asked (the agent re-checks too)."""
+        conn = self._conn
+        cancel = session.cancel
+        updates = session.updates
+        if conn is None or cancel is None or cancel.cancelled or session.stored.mode != "execute":
+            return False
+        call_id = session.last_call.get(tool_name) or f"call_{uuid.uuid4().hex}"
+        view = session.views.get(call_id) or describe(
+            tool_name, json.dumps(dict(arguments)), session.stored.cwd
+        )
+        if updates is not None:
+            await updates.flush()  # the client sees the call before the question about it
+        allowed = False
 
-    def _approver(self, session: _Session, cancel: CancelSignal) -> Any:
-        async def approve(tool_name: str, arguments: Mapping[str, Any]) -> bool:
-            conn = self._conn
-            if conn is None or cancel.cancelled:
-                return False
-            call_id = session.last_call.get(tool_name) or f"call_{uuid.uuid4().hex}"
-            kind = _TOOL_KINDS.get(tool_name, "other")
-            allowed = False
-
-            async def ask() -> None:
-                nonlocal allowed
-                try:
-                    response = await conn.request_permission(
-                        session_id=session.id,
-                        tool_call=ToolCallUpdate(
-                            tool_call_id=call_id,
-                            title=tool_name,
-                            kind=kind,
-                            status="pending",
-                            raw_input=dict(arguments),
+        async def ask() -> None:
+            nonlocal allowed
+            try:
+                response = await conn.request_permission(
+                    session_id=session.id,
+                    tool_call=ToolCallUpdate(
+                        tool_call_id=call_id,
+                        title=view.title,
+                        kind=view.kind,
+                        status="pending",
+                        locations=_locations(view),
+                        raw_input=view.arguments,
+                    ),
+                    options=[
+                        PermissionOption(option_id=_ALLOW_OPTION, name="Allow", kind="allow_once"),
+                        PermissionOption(
+                            option_id=_REJECT_OPTION, name="Reject", kind="reject_once"
                         ),
-                        options=[
-                            PermissionOption(
-                                option_id=_ALLOW_OPTION, name="Allow", kind="allow_once"
-                            ),
-                            PermissionOption(
-                                option_id=_REJECT_OPTION, name="Reject", kind="reject_once"
-                            ),
-                        ],
-                    )
-                except Exception:
-                    _log.debug("the permission request failed; treating it as a refusal")
-                    return
-                outcome = response.outcome
-                allowed = isinstance(outcome, AllowedOutcome) and outcome.option_id == _ALLOW_OPTION
+                    ],
+                )
+            except Exception:
+                _log.debug("the permission request failed; treating it as a refusal")
                 tg.cancel_scope.cancel()
+                return
+            outcome = response.outcome
+            allowed = isinstance(outcome, AllowedOutcome) and outcome.option_id == _ALLOW_OPTION
+            tg.cancel_scope.cancel()
 
-            async def on_cancel() -> None:
-                await cancel.wait()
-                tg.cancel_scope.cancel()
+        async def on_cancel() -> None:
+            await cancel.wait()
+            tg.cancel_scope.cancel()
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(ask)
-                tg.start_soon(on_cancel)
-            return allowed and not cancel.cancelled
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            tg.start_soon(on_cancel)
+        allowed = allowed and not cancel.cancelled and session.stored.mode == "execute"
+        if allowed and updates is not None:
+            updates.put(
+                ToolCallProgress(
+                    session_update="tool_call_update", tool_call_id=call_id, status="in_progress"
+                )
+            )
+        return allowed
 
-        return approve
+    # -- shutdown ---------------------------------------------------------------------------
 
     def cancel_all(self) -> None:
         """Cancels every running turn (EOF, SIGTERM, SIGINT) and refuses new ones."""
@@ -309,6 +727,25 @@ class HarnessACPAgent:
         """Returns once no turn is running."""
         if self._running and self._idle is not None:
             await self._idle.wait()
+
+
+def _replayed(entry: TranscriptEntry) -> Any:
+    if entry.role == "user":
+        return update_user_message_text(entry.text)
+    if entry.role == "agent":
+        return update_agent_message_text(entry.text)
+    if entry.role == "thought":
+        return update_agent_thought_text(entry.text)
+    status = entry.status if entry.status in ("completed", "failed") else "completed"
+    return ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=entry.call_id or f"call_{uuid.uuid4().hex}",
+        title=entry.title or "tool",
+        kind=cast(Any, entry.kind) if entry.kind else "other",
+        status=status,
+        content=[tool_content(text_block(entry.text))] if entry.text else None,
+        locations=[ToolCallLocation(path=path) for path in entry.paths] or None,
+    )
 
 
 async def _watch_signals(agent: HarnessACPAgent, scope: anyio.CancelScope) -> None:
@@ -352,7 +789,9 @@ class _StdioTransport:
 
 async def _serve(agent: HarnessACPAgent) -> None:
     stdio = await StdioLines.open()
-    conn = AgentSideConnection(cast(Any, agent), _StdioTransport(stdio), listening=False)
+    conn = AgentSideConnection(
+        cast(Any, agent), _StdioTransport(stdio), listening=False, use_unstable_protocol=True
+    )
     async with anyio.create_task_group() as tg:
 
         async def listen() -> None:
@@ -371,14 +810,18 @@ async def _serve(agent: HarnessACPAgent) -> None:
 def serve_acp(
     *,
     endpoint: ResolvedEndpoint,
-    mode: Literal["ask", "execute"],
+    mode: ModeId,
     ask_permission: bool,
     max_steps: int,
+    state_dir: Path,
 ) -> int:
     """Serves until stdin EOF, SIGTERM or SIGINT; returns the exit code (0)."""
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     agent = HarnessACPAgent(
-        endpoint=endpoint, mode=mode, ask_permission=ask_permission, max_steps=max_steps
+        endpoint=endpoint,
+        mode=mode,
+        ask_permission=ask_permission,
+        max_steps=max_steps,
+        store=SessionStore(state_dir, "acp"),
     )
     anyio.run(_serve, agent, backend="asyncio")
     return 0

@@ -6,6 +6,13 @@ from typing import Annotated
 
 import typer
 
+from harness._agent_server_options import (
+    LogFileOption,
+    StateDirOption,
+    VerboseOption,
+    prepare_server,
+)
+
 from ._options import BaseURLOption, ConfigOption, ModeChoice, ModelOption
 from ._support import cli_errors
 
@@ -14,7 +21,7 @@ from ._support import cli_errors
 def acp_agent(
     mode: Annotated[
         ModeChoice,
-        typer.Option(help="Work mode of every session (execute may run commands)."),
+        typer.Option(help="Initial mode of new sessions (the client may switch it per session)."),
     ] = ModeChoice.execute,
     model: ModelOption = None,
     base_url: BaseURLOption = None,
@@ -32,27 +39,44 @@ def acp_agent(
         int, typer.Option(min=1, help="Model rounds per prompt before max_turn_requests.")
     ] = 50,
     config: ConfigOption = None,
+    state_dir: StateDirOption = None,
+    verbose: VerboseOption = False,
+    log_file: LogFileOption = None,
 ) -> None:
     """Serve the direct-model agent as an ACP agent on stdin/stdout.
 
     Any ACP client can drive it (this project's ACP provider included): configure it as the
-    command `harness acp-agent`. session/new's cwd is the workspace. Stop reasons: end_turn,
-    max_tokens, refusal, cancelled; the step limit answers max_turn_requests; a failed turn
-    answers JSON-RPC error -32603 "Internal error". Logs go to stderr, never stdout.
+    command `harness acp-agent`. Sessions keep their conversation, survive restarts
+    (session/list, session/load, session/resume) and switch between the ask and execute
+    modes. Without DEEPSEEK_API_KEY it still starts and answers auth_required until a key is
+    set. Stop reasons: end_turn, max_tokens, refusal, cancelled; the step limit answers
+    max_turn_requests; a failed turn answers JSON-RPC error -32603 "Internal error". Logs go
+    to stderr (or --log-file), never stdout.
     """
+    import dataclasses
     from pathlib import Path
 
     from harness._acp_server import serve_acp
-    from harness._config import load_config
-    from harness._endpoint import resolve_endpoint
+    from harness._config import DEFAULT_BASE_URL, load_config
+    from harness._endpoint import MissingKeyError, resolve_endpoint
 
     settings = load_config(config, workspace=Path.cwd())
-    endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
+    try:
+        endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
+    except MissingKeyError:
+        # The agent starts anyway and asks the client to authenticate (auth_required):
+        # resolve everything else against a stand-in URL, then point back at DeepSeek.
+        endpoint = dataclasses.replace(
+            resolve_endpoint(settings.model, base_url=DEFAULT_BASE_URL + "/v1", model=model),
+            base_url=DEFAULT_BASE_URL,
+        )
+    state = prepare_server(state_dir=state_dir, verbose=verbose, log_file=log_file)
     raise typer.Exit(
         serve_acp(
             endpoint=endpoint,
             mode=mode.value,
             ask_permission=ask_permission,
             max_steps=max_steps,
+            state_dir=state,
         )
     )

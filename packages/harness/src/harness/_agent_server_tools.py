@@ -1,0 +1,149 @@
+"""How the agent's tool calls look in an editor: ACP kind, title, locations and content.
+
+Titles, diffs and outputs hold text the model wrote: they are for the person's screen (and
+host logs), never for a diagnostic. Everything shown is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+ToolKind = Literal["read", "edit", "search", "execute", "think", "other"]
+
+MAX_TITLE_CHARS = 120
+MAX_OUTPUT_CHARS = 16 * 1024
+"""A finished call's output shown in the editor is cut to this (the model saw its own bound)."""
+MAX_DIFF_FILE_BYTES = 256 * 1024
+"""A file larger than this is shown as a write without its old text."""
+_CUT_MARK = "\n… (cut)"
+
+ASKS_APPROVAL = frozenset({"process_execute", "write_file", "edit_file", "subagent_delegate"})
+"""The calls an Execute session asks the client about before running them."""
+
+_KINDS: dict[str, ToolKind] = {
+    "process_execute": "execute",
+    "subagent_delegate": "think",
+    "read_file": "read",
+    "list_directory": "read",
+    "search_text": "search",
+    "write_file": "edit",
+    "edit_file": "edit",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Diff:
+    """A file change to show: the path (absolute), old text (None: a new file), new text."""
+
+    path: str
+    old_text: str | None
+    new_text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolView:
+    """A tool call as an editor shows it."""
+
+    kind: ToolKind
+    title: str
+    paths: tuple[str, ...] = ()
+    diff: Diff | None = None
+    arguments: dict[str, Any] | None = None
+
+
+def tool_kind(name: str) -> ToolKind:
+    """The ACP kind of one of the agent's tools (`other` for unknown tools)."""
+    return _KINDS.get(name, "other")
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` bounded to `limit` characters, with a visible mark when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(_CUT_MARK))] + _CUT_MARK
+
+
+def _one_line(text: str) -> str:
+    return cut(" ".join(text.split()), MAX_TITLE_CHARS)
+
+
+def _arguments(raw: str) -> dict[str, Any] | None:
+    try:
+        value: object = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return None
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
+def _text(arguments: dict[str, Any], key: str) -> str | None:
+    value = arguments.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _absolute(workspace: Path, path: str) -> str:
+    return os.path.normpath(workspace / path)
+
+
+def describe(name: str, raw_arguments: str, workspace: Path) -> ToolView:
+    """The view of a call of `name` with the model's raw JSON arguments.
+
+    Reads the current text of a file about to be overwritten (bounded) for the diff.
+    """
+    kind = tool_kind(name)
+    arguments = _arguments(raw_arguments)
+    if arguments is None:
+        return ToolView(kind=kind, title=name)
+    path = _text(arguments, "path")
+    absolute = _absolute(workspace, path) if path is not None else None
+    paths = (absolute,) if absolute is not None else ()
+    if name == "process_execute":
+        command = _text(arguments, "command")
+        title = _one_line(command) if command else name
+        return ToolView(kind=kind, title=title, arguments=arguments)
+    if name == "write_file" and absolute is not None:
+        content = _text(arguments, "content") or ""
+        diff = Diff(path=absolute, old_text=_current_text(absolute), new_text=content)
+        return ToolView(
+            kind=kind, title=f"Write {path}", paths=paths, diff=diff, arguments=arguments
+        )
+    if name == "edit_file" and absolute is not None:
+        diff = Diff(
+            path=absolute,
+            old_text=_text(arguments, "old_text") or "",
+            new_text=_text(arguments, "new_text") or "",
+        )
+        return ToolView(
+            kind=kind, title=f"Edit {path}", paths=paths, diff=diff, arguments=arguments
+        )
+    if name == "read_file" and path is not None:
+        return ToolView(kind=kind, title=f"Read {path}", paths=paths, arguments=arguments)
+    if name == "list_directory":
+        shown = path or "."
+        listed = paths or (os.path.normpath(workspace),)
+        return ToolView(kind=kind, title=f"List {shown}", paths=listed, arguments=arguments)
+    if name == "search_text":
+        pattern = _text(arguments, "pattern") or ""
+        return ToolView(kind=kind, title=_one_line(f"Search {pattern}"), arguments=arguments)
+    if name == "subagent_delegate":
+        description = _text(arguments, "description") or "subagent"
+        return ToolView(kind=kind, title=_one_line(f"Subagent: {description}"), arguments=arguments)
+    return ToolView(kind=kind, title=name, paths=paths, arguments=arguments)
+
+
+def _current_text(path: str) -> str | None:
+    """The file's text before a write, or None (absent, too large, not text)."""
+    try:
+        with open(path, "rb") as file:
+            if os.fstat(file.fileno()).st_size > MAX_DIFF_FILE_BYTES:
+                return None
+            data = file.read(MAX_DIFF_FILE_BYTES + 1)
+    except OSError:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

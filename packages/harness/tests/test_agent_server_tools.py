@@ -1,0 +1,61 @@
+"""How tool calls look in an editor: kinds, titles, locations, diffs, bounds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness._agent_server_tools import MAX_TITLE_CHARS, cut, describe
+
+
+def test_a_command_is_titled_by_itself_and_bounded(tmp_path: Path) -> None:
+    view = describe("process_execute", json.dumps({"command": "ls  -la\n/tmp"}), tmp_path)
+    assert (view.kind, view.title) == ("execute", "ls -la /tmp")
+    long = describe("process_execute", json.dumps({"command": "x" * 500}), tmp_path)
+    assert len(long.title) == MAX_TITLE_CHARS
+
+
+def test_a_write_shows_a_diff_against_the_current_file(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("old\n", encoding="utf-8")
+    view = describe("write_file", json.dumps({"path": "a.txt", "content": "new\n"}), tmp_path)
+    assert view.kind == "edit"
+    assert view.paths == (str(tmp_path / "a.txt"),)
+    assert view.diff is not None
+    assert (view.diff.old_text, view.diff.new_text) == ("old\n", "new\n")
+    fresh = describe("write_file", json.dumps({"path": "b.txt", "content": "x"}), tmp_path)
+    assert fresh.diff is not None
+    assert fresh.diff.old_text is None
+
+
+def test_an_edit_shows_its_snippets_and_a_read_its_location(tmp_path: Path) -> None:
+    edit = describe(
+        "edit_file",
+        json.dumps({"path": "a.py", "old_text": "a = 1", "new_text": "a = 2"}),
+        tmp_path,
+    )
+    assert edit.diff is not None
+    assert (edit.diff.old_text, edit.diff.new_text) == (
+        "a = 1",
+        "a = 2",
+    )
+    read = describe("read_file", json.dumps({"path": "src/x.py"}), tmp_path)
+    assert (read.kind, read.title, read.paths) == (
+        "read",
+        "Read src/x.py",
+        (str(tmp_path / "src" / "x.py"),),
+    )
+
+
+def test_bad_arguments_and_unknown_tools_still_have_a_view(tmp_path: Path) -> None:
+    assert describe("process_execute", "{not json", tmp_path).title == "process_execute"
+    assert describe("mcp__tool", "{}", tmp_path).kind == "other"
+    assert describe("subagent_delegate", json.dumps({"description": "kid"}), tmp_path).title == (
+        "Subagent: kid"
+    )
+
+
+def test_cut_marks_what_it_cuts() -> None:
+    assert cut("abc", 5) == "abc"
+    text = cut("x" * 100, 20)
+    assert len(text) == 20
+    assert text.endswith("(cut)")
