@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
+from subagent_core import ChildCommand
 from subagent_sdk import SDKConfig
 
 
@@ -29,7 +30,9 @@ def test_defaults() -> None:
         config.dispose_grace_seconds,
         config.dispose_kill_grace_seconds,
         config.max_frame_bytes,
-    ) == (1.0, 6.0, 3.0, 3.0, 16 * 1024 * 1024)
+        config.max_output_bytes,
+        config.write_timeout_seconds,
+    ) == (1.0, 6.0, 3.0, 3.0, 16 * 1024 * 1024, 8 * 1024 * 1024, 10.0)
 
 
 def test_relative_cwd_is_resolved_at_construction(
@@ -46,10 +49,13 @@ def test_relative_cwd_is_resolved_at_construction(
         ("provider_name", ""),
         ("command", ""),
         ("command", None),
+        ("command", "run\x00time"),
         ("args", "one string"),
         ("args", ["ok", 3]),
+        ("args", ["nul\x00"]),
         ("cwd", ""),
         ("cwd", 5),
+        ("cwd", "/tmp/\x00"),
         ("provider", ""),
         ("model", 1),
         ("max_tokens", 0),
@@ -59,6 +65,9 @@ def test_relative_cwd_is_resolved_at_construction(
         ("env", ["A=B"]),
         ("env", {"A": 1}),
         ("env", {"": "x"}),
+        ("env", {"A=B": "x"}),
+        ("env", {"A\x00": "x"}),
+        ("env", {"A": "x\x00"}),
         ("shutdown_timeout_seconds", 0),
         ("dispose_eof_grace_seconds", -1.0),
         ("dispose_grace_seconds", math.inf),
@@ -66,6 +75,10 @@ def test_relative_cwd_is_resolved_at_construction(
         ("dispose_grace_seconds", "3"),
         ("max_frame_bytes", 0),
         ("max_frame_bytes", True),
+        ("max_output_bytes", 0),
+        ("max_output_bytes", 1.5),
+        ("write_timeout_seconds", 0),
+        ("write_timeout_seconds", math.inf),
     ],
 )
 def test_invalid_values_name_their_key(key: str, value: object) -> None:
@@ -84,5 +97,8 @@ def test_valid_values_are_normalised() -> None:
     )
     assert config.args == ("a", "b")
     assert config.env == {"A": "1", "B": None}
+    assert config.child_command == ChildCommand(
+        command="r", args=("a", "b"), env={"A": "1", "B": None}
+    )
     assert config.dispose_grace_seconds == 1.0
     assert isinstance(config.dispose_grace_seconds, float)

@@ -14,13 +14,11 @@ from subagent_sdk.wire import (
     ErrorObject,
     FrameReader,
     FrameTooLargeError,
-    LineSplitter,
     Notification,
     Request,
     Response,
     encode_frame,
     new_request_id,
-    parse_frame,
 )
 
 
@@ -90,12 +88,20 @@ async def test_an_unterminated_last_line_is_still_read() -> None:
     assert await _frames([b'{"method":"tail"}']) == [Notification("tail", {})]
 
 
-async def test_a_line_over_the_limit_ends_the_stream() -> None:
+async def test_a_line_over_the_limit_raises_and_can_be_skipped() -> None:
     with pytest.raises(FrameTooLargeError):
         await _frames([b'{"method":"ok"}\n', b"x" * 100 + b"\n"], max_frame_bytes=64)
     # Also before its newline arrives: the reader never buffers past the limit.
     with pytest.raises(FrameTooLargeError):
         await _frames([b"y" * 65], max_frame_bytes=64)
+    # The over-long line was discarded whole: a server may go on with the next frame.
+    reader = FrameReader(
+        _Chunks([b"z" * 100, b"z" * 100 + b'\n{"method":"next"}\n']), max_frame_bytes=64
+    )
+    with anyio.fail_after(5):
+        with pytest.raises(FrameTooLargeError):
+            await reader.receive()
+        assert await reader.receive() == Notification("next", {})
 
 
 async def test_a_line_of_exactly_the_limit_is_accepted() -> None:
@@ -133,17 +139,16 @@ _json_values = st.recursive(
     params=st.dictionaries(st.text(max_size=8), _json_values, max_size=4),
     cuts=st.lists(st.integers(0, 400), max_size=5),
 )
-def test_framing_round_trips_however_the_bytes_are_cut(
+async def test_framing_round_trips_however_the_bytes_are_cut(
     params: dict[str, object], cuts: list[int]
 ) -> None:
     data = encode_frame({"jsonrpc": "2.0", "method": "m", "params": params}) * 2  # type: ignore[dict-item]
     points = sorted({min(c, len(data)) for c in cuts})
     pieces = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
-    splitter = LineSplitter()
-    lines = [line for piece in pieces for line in splitter.feed(piece)]
-    assert [parse_frame(line) for line in lines] == [
-        Notification("m", json.loads(json.dumps(params)))
-    ] * 2
+    assert (
+        await _frames([piece for piece in pieces if piece])
+        == [Notification("m", json.loads(json.dumps(params)))] * 2
+    )
 
 
 async def test_deeply_nested_lines_are_skipped() -> None:

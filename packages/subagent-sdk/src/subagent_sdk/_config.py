@@ -1,4 +1,9 @@
-"""`SDKConfig`: how to start and drive an SDK runtime, validated at construction."""
+"""`SDKConfig`: how to start and drive an SDK runtime, validated at construction.
+
+The command, argv, environment and cwd are validated by `subagent_core.ChildCommand`, the one
+description of a child every provider shares, so they are accepted or refused by the same rules
+as everywhere else.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, cast
 
-from subagent_core import DEFAULT_MAX_FRAME_BYTES
+from subagent_core import DEFAULT_MAX_FRAME_BYTES, ChildCommand
 
 from ._client import DEFAULT_WRITE_TIMEOUT_SECONDS
 from ._output import DEFAULT_MAX_OUTPUT_BYTES
@@ -61,7 +66,7 @@ class SDKConfig:
     max_tokens: int | None = None
     """`initialize.maxTokens`, a positive int; left out of the handshake when `None`."""
     env: Mapping[str, str | None] = field(default_factory=_no_env)
-    """Explicit child env laid over the scrubbed parent env; `None` removes a name."""
+    """Explicit child env laid over the scrubbed parent env; `None` removes a name (read-only)."""
     shutdown_timeout_seconds: float = 1.0
     """Bound on the `shutdown` request before the ladder."""
     dispose_eof_grace_seconds: float = 6.0
@@ -80,15 +85,15 @@ class SDKConfig:
     def __post_init__(self) -> None:
         # Values may come from a config file, so every check works on `object`.
         _non_empty("provider_name", self.provider_name)
-        _non_empty("command", self.command)
-        object.__setattr__(self, "args", _string_list("args", cast(object, self.args)))
-        object.__setattr__(self, "cwd", _resolve_cwd(self.cwd))
+        command = self.child_command
+        object.__setattr__(self, "args", command.args)
+        object.__setattr__(self, "env", command.env)
+        object.__setattr__(self, "cwd", command.cwd)
         _non_empty("provider", self.provider)
         _non_empty("model", self.model)
         tokens = cast(object, self.max_tokens)
         if tokens is not None and not _positive_int(tokens):
             raise _reject("max_tokens", "must be a positive int or None")
-        object.__setattr__(self, "env", _env_mapping(cast(object, self.env)))
         for key in (
             "shutdown_timeout_seconds",
             "dispose_eof_grace_seconds",
@@ -101,37 +106,28 @@ class SDKConfig:
             if not _positive_int(getattr(self, key)):
                 raise _reject(key, "must be a positive int")
 
+    @property
+    def child_command(self) -> ChildCommand:
+        """The runtime as a `ChildCommand` (command, args, env overlay, cwd).
+
+        Raises:
+            ValueError: `SDKConfig.<field> …`, when a field breaks `ChildCommand`'s rules.
+        """
+        try:
+            # ChildCommand checks the types itself (any sequence, str or PathLike), so the
+            # values go in as they came.
+            return ChildCommand(
+                command=self.command,
+                args=cast("tuple[str, ...]", self.args),
+                env=self.env,
+                cwd=cast("Path | None", self.cwd),
+            )
+        except ValueError as error:
+            raise ValueError(f"SDKConfig.{error}") from None
+
 
 def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def _string_list(key: str, value: object) -> tuple[str, ...]:
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        raise _reject(key, "must be a list of strings")
-    items = tuple(cast(Sequence[object], value))
-    if not all(isinstance(item, str) for item in items):
-        raise _reject(key, "must be a list of strings")
-    return cast(tuple[str, ...], items)
-
-
-def _env_mapping(value: object) -> dict[str, str | None]:
-    if not isinstance(value, Mapping):
-        raise _reject("env", "must be a mapping of names to strings or None")
-    env: dict[str, str | None] = {}
-    for name, item in cast(Mapping[object, object], value).items():
-        if not isinstance(name, str) or not name or not (item is None or isinstance(item, str)):
-            raise _reject("env", "must be a mapping of names to strings or None")
-        env[name] = item
-    return env
-
-
-def _resolve_cwd(cwd: object) -> Path | None:
-    if cwd is None:
-        return None
-    if not isinstance(cwd, str | Path) or cwd == "":
-        raise _reject("cwd", "must be a non-empty path or None")
-    return Path(cwd).absolute()
 
 
 def usable_cwd(config_cwd: Path | str | None, request_cwd: Path | None) -> Path | None:

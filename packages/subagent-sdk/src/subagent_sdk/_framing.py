@@ -1,28 +1,24 @@
-"""Newline-delimited JSON-RPC 2.0 framing: bounded line reading and structural classification.
+"""Newline-delimited JSON-RPC 2.0 frames: structural classification, builders, reader, writer.
 
 Both ends use it: the client reading a runtime's stdout, and a runtime reading its stdin. Lines
-are split on bytes before decoding, so a character split across reads survives; each line is
-stripped (tolerating `\\r`), blank lines are skipped, and a line that is not a JSON object is
-ignored: nothing a peer writes can crash the reader, except a line longer than the frame limit,
-which ends the stream (`FrameTooLargeError`).
+come from the shared bounded `subagent_core.LineReader` (split on bytes before decoding, so a
+character split across reads survives); each line is stripped (tolerating `\\r`), blank lines
+are skipped, and a line that is not a JSON object is ignored: nothing a peer writes can crash
+the reader. A line longer than the frame limit raises `FrameTooLargeError` after it was
+discarded, so the caller chooses: stop (a client) or skip it (a server).
 """
 
 from __future__ import annotations
 
 import secrets
-from collections import deque
 from dataclasses import dataclass, field
-from typing import Final, TypeAlias
+from typing import TypeAlias
 
 import anyio
 import anyio.abc
+from subagent_core import DEFAULT_MAX_FRAME_BYTES, LineReader
 
 from ._json import JSONObject, JSONValue, as_object, dumps, loads
-
-DEFAULT_MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
-"""Longest accepted line (16 MiB); a longer one is a transport failure."""
-
-_RECEIVE_BYTES: Final = 65536
 
 RequestId: TypeAlias = "str | int | float"
 """A request id: the client always sends `req_<32 hex>`; peers may use numbers."""
@@ -30,14 +26,6 @@ RequestId: TypeAlias = "str | int | float"
 
 def _empty_object() -> JSONObject:
     return {}
-
-
-class FrameTooLargeError(Exception):
-    """A line exceeded the frame limit; the stream cannot be trusted any more."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"a line exceeded the {limit}-byte frame limit")
-        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,52 +153,12 @@ def error_frame(
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
-class LineSplitter:
-    """Cuts a byte stream into lines, refusing to buffer more than the frame limit."""
-
-    __slots__ = ("_buffer", "_limit", "_scanned")
-
-    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
-        self._buffer = bytearray()
-        self._limit = max_frame_bytes
-        self._scanned = 0
-
-    def feed(self, data: bytes) -> list[bytes]:
-        """Adds bytes; returns the complete lines (without `\\n`).
-
-        Raises:
-            FrameTooLargeError: a line (complete or still open) is longer than the limit.
-        """
-        self._buffer += data
-        lines: list[bytes] = []
-        start = 0
-        while True:
-            end = self._buffer.find(b"\n", max(start, self._scanned))
-            if end < 0:
-                break
-            if end - start > self._limit:
-                raise FrameTooLargeError(self._limit)
-            lines.append(bytes(self._buffer[start:end]))
-            start = end + 1
-            self._scanned = start
-        del self._buffer[:start]
-        self._scanned = len(self._buffer)
-        if len(self._buffer) > self._limit:
-            raise FrameTooLargeError(self._limit)
-        return lines
-
-    def finish(self) -> bytes:
-        """The unterminated tail at end of input (may be empty)."""
-        tail = bytes(self._buffer)
-        self._buffer.clear()
-        self._scanned = 0
-        return tail
-
-
 class FrameReader:
-    """Reads frames from a byte stream, skipping everything that is not a frame.
+    """Reads frames from a byte stream, skipping every line that is not a frame.
 
-    Cancel-safe: a cancelled `receive()` loses nothing; buffered lines wait for the next call.
+    Cancel-safe: a cancelled `receive()` loses nothing. After `FrameTooLargeError` the
+    over-long line is gone and the reader is still usable: a server may call `receive()` again
+    to skip it; a client stops.
     """
 
     def __init__(
@@ -219,32 +167,24 @@ class FrameReader:
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
-        self._stream = stream
-        self._splitter = LineSplitter(max_frame_bytes)
-        self._lines: deque[bytes] = deque()
-        self._ended = False
+        self._lines = LineReader(stream, max_frame_bytes=max_frame_bytes)
 
     async def receive(self) -> Frame:
         """The next frame.
 
         Raises:
-            anyio.EndOfStream: input ended (an unterminated last line is still delivered).
-            FrameTooLargeError: a line exceeded the limit.
+            anyio.EndOfStream: input ended or broke (an unterminated last line is still
+                delivered).
+            subagent_core.FrameTooLargeError: a line exceeded the limit (and was discarded).
         """
         while True:
-            while self._lines:
-                frame = parse_frame(self._lines.popleft())
-                if frame is not None:
-                    return frame
-            if self._ended:
-                raise anyio.EndOfStream
             try:
-                data = await self._stream.receive(_RECEIVE_BYTES)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._ended = True
-                self._lines.append(self._splitter.finish())
-                continue
-            self._lines.extend(self._splitter.feed(data))
+                line = await self._lines.receive_line()
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                raise anyio.EndOfStream from None
+            frame = parse_frame(line)
+            if frame is not None:
+                return frame
 
     def __aiter__(self) -> FrameReader:
         return self

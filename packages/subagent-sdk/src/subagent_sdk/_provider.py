@@ -1,9 +1,10 @@
 """`SDKProvider`: each run is a fresh SDK runtime, one fresh session and one prompt.
 
 Start: pre-cancel spawns nothing; the workspace is resolved before any spawn; spawn and
-`initialize` race the cancel signal; any failure rolls the runtime back before the start error
-is raised. A published run prompts at once and settles from the root session's last turn end;
-a local cancel settles `aborted` at once and `dispose()` closes the client.
+`initialize` run inside the cancel signal's scope; any failure rolls the runtime back before the
+start error is raised. A published run prompts at once (its driver is one `OwnedTask`, also
+inside the signal's scope) and settles from the root session's last turn end; a local cancel
+settles `aborted` at once and `dispose()` closes the client.
 """
 
 from __future__ import annotations
@@ -15,18 +16,16 @@ from pathlib import Path
 import anyio
 from subagent_core import (
     NO_CAPABILITIES,
-    CancelSignal,
     Capabilities,
+    OwnedTask,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
-    child_env,
     compose_start_error,
     failure_line,
     new_run_id,
 )
 
-from ._background import BackgroundTask
 from ._client import OUTCOME_WAIT_SECONDS, SDKClient
 from ._config import SDKConfig, usable_cwd
 from ._errors import TransportClosedError
@@ -64,11 +63,6 @@ def _shutdown_line(provider: str, client: SDKClient) -> str:
     )
 
 
-async def _cancel_scope_on(signal: CancelSignal, scope: anyio.CancelScope) -> None:
-    await signal.wait()
-    scope.cancel()
-
-
 class SDKProvider:
     """Runs children as SDK runtime processes; registered under `config.provider_name`."""
 
@@ -94,11 +88,12 @@ class SDKProvider:
 
     def _client(self, cwd: Path) -> SDKClient:
         config = self._config
+        command = config.child_command
         return SDKClient(
-            config.command,
-            config.args,
+            command.command,
+            command.args,
             cwd=cwd,
-            env=child_env(config.env),
+            env=command.environment(),
             max_frame_bytes=config.max_frame_bytes,
             write_timeout_seconds=config.write_timeout_seconds,
             shutdown_timeout_seconds=config.shutdown_timeout_seconds,
@@ -130,8 +125,7 @@ class SDKProvider:
         startup_line: str | None = None
         cancelled = False
         try:
-            async with anyio.create_task_group() as task_group:
-                task_group.start_soon(_cancel_scope_on, request.cancel, task_group.cancel_scope)
+            with request.cancel.cancel_scope():
                 try:
                     await client.start()
                     await client.initialize(
@@ -144,7 +138,6 @@ class SDKProvider:
                     failure = error
                     # A cancel requested before the failure was classified wins.
                     cancelled = request.cancel.cancelled
-                task_group.cancel_scope.cancel()
             if failure is None and request.cancel.cancelled:
                 cancelled = True
         except BaseException:
@@ -186,7 +179,7 @@ class _SDKRun(SubagentRun):
         self._dispose_lock = anyio.Lock()
         self._disposed = False
         self._dispose_text: str | None = None
-        self._driver = BackgroundTask(self._drive, name="subagent-sdk run")
+        self._driver = OwnedTask.start(self._drive, name="subagent-sdk run")
 
     def _settle(self, result: SubagentResult) -> None:
         if self._result is None:
@@ -197,16 +190,10 @@ class _SDKRun(SubagentRun):
         self._settle(SubagentResult(stop_reason="aborted", output=self._transcript.output))
 
     async def _drive(self) -> None:
-        async with anyio.create_task_group() as task_group:
-            task_group.start_soon(self._settle_on_cancel, task_group.cancel_scope)
+        with self._request.cancel.cancel_scope():
             self._settle(await self._collect())
-            task_group.cancel_scope.cancel()
-
-    async def _settle_on_cancel(self, scope: anyio.CancelScope) -> None:
-        await self._request.cancel.wait()
         # Local cancel: settle now with the output so far; the process waits for dispose().
         self._settle_aborted()
-        scope.cancel()
 
     async def _collect(self) -> SubagentResult:
         transcript = self._transcript

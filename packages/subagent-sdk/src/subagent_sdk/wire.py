@@ -4,7 +4,7 @@ A runtime (server) built on it reads requests and writes answers and notificatio
 
     from subagent_sdk import wire
 
-    async with wire.open_stdio() as (stdin, stdout):
+    async with wire.open_stdio_streams() as (stdin, stdout):
         writer = wire.FrameWriter(stdout)
         async for frame in wire.FrameReader(stdin):          # garbage lines are skipped
             if isinstance(frame, wire.Request) and frame.method == wire.INITIALIZE:
@@ -17,15 +17,18 @@ A runtime (server) built on it reads requests and writes answers and notificatio
         # notifications: writer.send_notification(wire.SESSION_EVENT, SessionEvent(...).to_params())
 
 Frames are compact JSON lines; requests are written `jsonrpc, id, method, params` in that order.
+The line reader, its frame limit and error, and the stdio streams are `subagent_core`'s (one
+home for each), re-exported here so a runtime needs only this module.
 """
 
-from ._framing import DEFAULT_MAX_FRAME_BYTES as DEFAULT_MAX_FRAME_BYTES
+from subagent_core import DEFAULT_MAX_FRAME_BYTES as DEFAULT_MAX_FRAME_BYTES
+from subagent_core import FrameTooLargeError as FrameTooLargeError
+from subagent_core import open_stdio_streams as open_stdio_streams
+
 from ._framing import ErrorObject as ErrorObject
 from ._framing import Frame as Frame
 from ._framing import FrameReader as FrameReader
-from ._framing import FrameTooLargeError as FrameTooLargeError
 from ._framing import FrameWriter as FrameWriter
-from ._framing import LineSplitter as LineSplitter
 from ._framing import Notification as Notification
 from ._framing import Request as Request
 from ._framing import RequestId as RequestId
@@ -40,7 +43,6 @@ from ._framing import request_frame as request_frame
 from ._framing import result_frame as result_frame
 from ._json import JSONObject as JSONObject
 from ._json import JSONValue as JSONValue
-from ._stdio import open_stdio as open_stdio
 from ._wire import ABORT_CAUSES as ABORT_CAUSES
 from ._wire import EVENT_ASSISTANT_CHUNK as EVENT_ASSISTANT_CHUNK
 from ._wire import EVENT_ASSISTANT_MESSAGE as EVENT_ASSISTANT_MESSAGE
@@ -78,6 +80,9 @@ from ._wire import TurnEndKind as TurnEndKind
 from ._wire import turn_end_reason as turn_end_reason
 from ._wire import unknown_method_message as unknown_method_message
 
+open_stdio = open_stdio_streams
+"""The former name of `open_stdio_streams`, kept for runtimes written against it."""
+
 __all__ = [
     "ABORT_CAUSES",
     "DEFAULT_MAX_FRAME_BYTES",
@@ -112,7 +117,6 @@ __all__ = [
     "InvalidParamsError",
     "JSONObject",
     "JSONValue",
-    "LineSplitter",
     "Notification",
     "PromptParams",
     "PromptResult",
@@ -132,6 +136,7 @@ __all__ = [
     "new_request_id",
     "notification_frame",
     "open_stdio",
+    "open_stdio_streams",
     "parse_frame",
     "request_frame",
     "result_frame",

@@ -1,4 +1,5 @@
-"""The scripted fake SDK runtime: a real process speaking the wire, built on `subagent_sdk.wire`."""
+"""The scripted fake SDK runtime: a real process speaking the wire, built on `subagent_sdk.wire`
+(frames over the shared `subagent_core` stdio streams and line reader)."""
 
 from __future__ import annotations
 
@@ -13,18 +14,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
-from subagent_sdk._framing import (
-    FrameReader,
-    FrameTooLargeError,
-    FrameWriter,
-    Request,
-    Response,
-    encode_frame,
-    notification_frame,
-)
-from subagent_sdk._json import JSONObject, JSONValue
-from subagent_sdk._stdio import open_stdio
-from subagent_sdk._wire import (
+from subagent_sdk.wire import (
     EVENT_ASSISTANT_CHUNK,
     EVENT_ASSISTANT_MESSAGE,
     EVENT_INBOX_SPLICED,
@@ -39,14 +29,24 @@ from subagent_sdk._wire import (
     SHUTTING_DOWN_MESSAGE,
     SUBAGENT_FINISHED,
     SUBAGENT_STARTED,
+    FrameReader,
+    FrameTooLargeError,
+    FrameWriter,
     InitializeParams,
     InitializeResult,
     InvalidParamsError,
+    JSONObject,
+    JSONValue,
     PromptParams,
+    Request,
+    Response,
     SessionEvent,
     SessionStatus,
     SubagentFinished,
     SubagentStarted,
+    encode_frame,
+    notification_frame,
+    open_stdio_streams,
     unknown_method_message,
 )
 
@@ -397,7 +397,7 @@ async def serve(script: FakeScript) -> int:
     """Runs the fake runtime on this process's stdio; returns the exit code."""
     if script.trap_sigterm and sys.platform != "win32":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    async with open_stdio() as (receive, send):
+    async with open_stdio_streams() as (receive, send):
         runtime = _Runtime(script, FrameWriter(send))
         async with anyio.create_task_group() as task_group:
             runtime.stop = task_group.cancel_scope

@@ -8,7 +8,7 @@ import signal
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, cast
 
-from subagent_sdk._json import JSONValue
+from subagent_sdk.wire import JSONValue
 
 SCRIPT_ENV: Final = "FAKE_SDK_SCRIPT"
 """Inline JSON scenario."""
