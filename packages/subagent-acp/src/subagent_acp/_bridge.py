@@ -27,6 +27,7 @@ from acp.schema import (
     RequestPermissionResponse,
     TextContentBlock,
     ToolCallUpdate,
+    Usage,
 )
 from subagent_core import LineReader
 
@@ -135,12 +136,12 @@ class Session:
         response = await self._conn.new_session(cwd=cwd, mcp_servers=[])
         return response.session_id
 
-    async def prompt(self, session_id: str, text: str) -> str:
-        """Returns the (schema-valid) ACP stop reason."""
+    async def prompt(self, session_id: str, text: str) -> tuple[str, Usage | None]:
+        """Returns the (schema-valid) ACP stop reason and the turn's usage, if reported."""
         response = await self._conn.prompt(
             session_id=session_id, prompt=[TextContentBlock(type="text", text=text)]
         )
-        return str(response.stop_reason)
+        return str(response.stop_reason), response.usage
 
     async def cancel(self, session_id: str) -> None:
         await self._conn.cancel(session_id=session_id)

@@ -21,20 +21,25 @@ from typing import Generic, Literal, TypeVar
 import anyio
 from acp.schema import TextContentBlock
 from subagent_core import (
+    EventBuffer,
     ManagedProcess,
     OwnedTask,
+    PermissionEvent,
     SpawnError,
     StopReason,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
     SubagentStartError,
+    Usage,
     compose_start_error,
     new_run_id,
     open_managed_process,
+    permission_decision,
     permission_line,
     safe_tool_kind,
 )
+from subagent_core import tool_kind as safe_event_kind
 
 from ._bridge import Session, classify_error, discard_rest
 from ._config import ACPConfig
@@ -48,6 +53,7 @@ from ._facts import (
 )
 from ._output import BoundedText
 from ._transport import SessionUpdate
+from ._updates import event_for, usage_event
 
 _log = logging.getLogger("subagent_acp")
 
@@ -106,6 +112,9 @@ class ACPRun(SubagentRun):
         self._session_id: str | None = None
         self._stage: Stage = "initialize"
         self._output = BoundedText(config.max_output_bytes)
+        self._usage: Usage | None = None
+        self._buffer = EventBuffer()
+        self._events = self._buffer
         self._permission: str | None = None
         self._refused: str | None = None
         self._result: SubagentResult | None = None
@@ -193,6 +202,9 @@ class ACPRun(SubagentRun):
     def on_update(self, update: SessionUpdate) -> None:
         if self._result is not None:
             return
+        event = event_for(update)
+        if event is not None:
+            self._buffer.publish(event)
         if update.session_update == "agent_message_chunk":
             content = update.content
             if isinstance(content, TextContentBlock):
@@ -208,6 +220,13 @@ class ACPRun(SubagentRun):
             self._permission = permission_line(policy, safe_tool_kind(tool_kind), decision)
             if decision in REFUSED_DECISIONS:
                 self._refused = self._permission
+            self._buffer.publish(
+                PermissionEvent(
+                    tool_kind=None if tool_kind is None else safe_event_kind(tool_kind),
+                    policy=policy,
+                    decision=permission_decision(decision),
+                )
+            )
         return None if choice is None else choice[0]
 
     # -- settlement ------------------------------------------------------------------------
@@ -215,8 +234,12 @@ class ACPRun(SubagentRun):
     def _settle(self, stop_reason: StopReason, diagnostic: str | None) -> None:
         if self._result is None:
             self._result = SubagentResult(
-                stop_reason=stop_reason, output=self._output.text(), diagnostic=diagnostic
+                stop_reason=stop_reason,
+                output=self._output.text(),
+                diagnostic=diagnostic,
+                usage=self._usage,
             )
+            self._buffer.close()
             self._settled.set()
 
     def _settle_facts(self, stop_reason: StopReason, failure: Failure | None) -> None:
@@ -344,7 +367,15 @@ class ACPRun(SubagentRun):
             await self._notify_cancel(session, session_id)
             return
         if raced.kind == "value":
-            stop_reason, failure = map_stop_reason(raced.value)
+            assert raced.value is not None
+            acp_stop_reason, usage = raced.value
+            event = usage_event(usage)
+            if event is not None:
+                self._usage = Usage(
+                    input_tokens=event.input_tokens, output_tokens=event.output_tokens
+                )
+                self._buffer.publish(event)
+            stop_reason, failure = map_stop_reason(acp_stop_reason)
             if stop_reason == "aborted" and self._request.cancel.cancelled:
                 self._settle("aborted", None)  # we asked: a local cancel, not a remote abort
             else:

@@ -65,6 +65,8 @@ KNOBS = frozenset(
         "stream_bytes",
         "text_after_end",
         "duplicate_answers",
+        "updates",
+        "usage",
     }
 )
 
@@ -344,6 +346,8 @@ class FakeChild:
 
     def _prompt_flow(self) -> Flow:
         script = self._script
+        for update in _list(script.get("updates")):
+            self._update(_dict(update))
         if script.get("echo_cwd"):
             self._chunk(os.getcwd())
         if script.get("echo_session_cwd"):
@@ -440,6 +444,8 @@ class FakeChild:
             return  # the answer comes with session/cancel (or never)
         if not self._scripted_error("prompt_end", self._prompt_id):
             answer_default: Message = {"stopReason": stop_reason}
+            if isinstance(script.get("usage"), dict):
+                answer_default["usage"] = script["usage"]
             answer = self._result_for("prompt", answer_default)
             self._respond(self._prompt_id, answer, {"stopReason": "refusal"})
         self._prompt_id = None
