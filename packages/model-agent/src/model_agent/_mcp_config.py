@@ -13,6 +13,8 @@ from pathlib import Path
 from types import MappingProxyType
 from urllib.parse import urlsplit
 
+from subagent_core import ChildCommand
+
 MCP_NAME_SEPARATOR = "__"
 """Joins a server's name and its tool's name into the name the model sees (`files__read`)."""
 
@@ -38,6 +40,7 @@ class MCPStdioServer:
 
     It runs as a managed process (its own process tree, stopped with the run that started it);
     its environment is this process's minus credential-shaped names, with `env` laid over.
+    `command`, `args`, `env` and `cwd` are validated by subagent-core's `ChildCommand`.
     """
 
     name: str
@@ -57,16 +60,18 @@ class MCPStdioServer:
     def __post_init__(self) -> None:
         _check_name(self.name)
         _check_timeouts(self.connect_timeout_seconds, self.call_timeout_seconds)
-        if not self.command or "\0" in self.command:
-            raise ValueError("an MCP server command must be a non-empty string without NUL")
-        if not isinstance(self.args, tuple) or any("\0" in arg for arg in self.args):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError("MCP server args must be a tuple of strings without NUL")
-        for key, value in self.env.items():
-            if not key or "=" in key or "\0" in key or "\0" in value:
-                raise ValueError(
-                    "MCP server env names must be non-empty without '=' or NUL; values without NUL"
-                )
+        try:
+            command = self.child_command
+        except ValueError as error:
+            raise ValueError(f"MCPStdioServer.{error}") from None
+        object.__setattr__(self, "args", command.args)
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+        object.__setattr__(self, "cwd", command.cwd)
+
+    @property
+    def child_command(self) -> ChildCommand:
+        """The server's process as subagent-core describes a child to start."""
+        return ChildCommand(command=self.command, args=self.args, env=self.env, cwd=self.cwd)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""Test support: the scripted OpenAI-compatible model server.
+"""Test support: the scripted OpenAI-compatible model server and a stdio MCP test server.
 
 ```python
 async with open_scripted_model_server({"rules": [{"match": "hi", "replies": [{"text": "Hi!"}]}]}) as server:
@@ -17,6 +17,9 @@ from collections.abc import Sequence
 
 import anyio
 
+from ._mcp_server import BEHAVIOURS as MCP_TEST_SERVER_BEHAVIOURS
+from ._mcp_server import Behaviour as MCPTestServerBehaviour
+from ._mcp_server import mcp_test_server_command as mcp_test_server_command
 from ._script import Reply as Reply
 from ._script import Rule as Rule
 from ._script import ScriptedToolCall as ScriptedToolCall
@@ -27,6 +30,8 @@ from ._scripted_server import ScriptedModelServer as ScriptedModelServer
 from ._scripted_server import open_scripted_model_server as open_scripted_model_server
 
 __all__ = [
+    "MCP_TEST_SERVER_BEHAVIOURS",
+    "MCPTestServerBehaviour",
     "Reply",
     "Rule",
     "ScriptError",
@@ -34,6 +39,7 @@ __all__ = [
     "ScriptedToolCall",
     "load_script",
     "main",
+    "mcp_test_server_command",
     "open_scripted_model_server",
     "parse_script",
     "serve_script",

@@ -3,12 +3,13 @@
 Tools: `read_note` (annotated `readOnlyHint: true`: echoes a note) and `write_marker`
 (not read-only: writes a file). `--behaviour` turns the server hostile when `read_note` is
 called: `hang` (never answers), `flood` (endless stdout bytes without a newline), `crash`
-(exits at once) or `grandchild` (starts a `setsid` grandchild holding the pipes, writes its
-pid to `--pid-file`, then never answers).
+(exits at once) or `grandchild` (starts a `setsid` grandchild holding the protocol's stdout,
+writes its pid to `--pid-file`, then never answers).
 
-    python -m model_agent.testing._mcp_server [--behaviour normal|hang|flood|crash|grandchild]
+    python -m model_agent.testing._mcp_server [--pid-file FILE] [--behaviour normal|hang|flood|crash|grandchild]
 
-`mcp_test_server_command()` gives that argv for the current interpreter.
+`mcp_test_server_command()` gives that argv for the current interpreter (importing it does
+not import the MCP SDK).
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 Behaviour = Literal["normal", "hang", "flood", "crash", "grandchild"]
 BEHAVIOURS: tuple[Behaviour, ...] = ("normal", "hang", "flood", "crash", "grandchild")
@@ -41,14 +43,22 @@ def mcp_test_server_command(
     return tuple(argv)
 
 
-def build_server(behaviour: Behaviour, pid_file: Path | None = None) -> MCPServer:
-    """The server object: both tools, `read_note` misbehaving as `behaviour` says."""
+def build_server(behaviour: Behaviour, pid_file: Path | None = None, *, wire: int = 1) -> MCPServer:
+    """The server object: both tools, `read_note` misbehaving as `behaviour` says.
+
+    `wire` is a descriptor of the protocol's stdout: the SDK diverts fd 1 away from the wire
+    while it serves, so the flood and the grandchild need their own duplicate to reach it.
+    """
+    # Imported here: `model_agent.testing` stays cheap to import for scripted-model tests.
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
+
     server = MCPServer("model-agent-test")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def read_note(name: str) -> str:  # pyright: ignore[reportUnusedFunction]
         """Read the note called `name` (read-only)."""
-        await _misbehave(behaviour, pid_file)
+        await _misbehave(behaviour, pid_file, wire)
         return f"note {name}: all good"
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
@@ -60,21 +70,22 @@ def build_server(behaviour: Behaviour, pid_file: Path | None = None) -> MCPServe
     return server
 
 
-async def _misbehave(behaviour: Behaviour, pid_file: Path | None) -> None:
+async def _misbehave(behaviour: Behaviour, pid_file: Path | None, wire: int) -> None:
     if behaviour == "hang":
         await anyio.sleep_forever()
     elif behaviour == "flood":
         while True:
-            os.write(1, _FLOOD_CHUNK)
+            os.write(wire, _FLOOD_CHUNK)
     elif behaviour == "crash":
         os._exit(3)
     elif behaviour == "grandchild":
         grandchild = subprocess.Popen(  # noqa: ASYNC220 - a test double; the spawn returns at once
             [sys.executable, "-c", "import time\nwhile True: time.sleep(60)"],
+            stdout=wire,
             start_new_session=True,
         )
         if pid_file is not None:
-            pid_file.write_text(str(grandchild.pid), encoding="utf-8")
+            await anyio.Path(pid_file).write_text(str(grandchild.pid), encoding="utf-8")
         await anyio.sleep_forever()
 
 
@@ -84,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--behaviour", choices=BEHAVIOURS, default="normal")
     parser.add_argument("--pid-file", type=Path, default=None)
     args = parser.parse_args(argv)
-    build_server(args.behaviour, args.pid_file).run("stdio")
+    wire = os.dup(1)
+    build_server(args.behaviour, args.pid_file, wire=wire).run("stdio")
     return 0
 
 
