@@ -1,8 +1,9 @@
-"""Finding and signalling a child's whole process tree: the only platform-specific module.
+"""The process tree where no guard contains it: macOS and other POSIX, and Windows.
 
-POSIX: the tree is the child's process group plus every descendant reachable through parent
-links from the leader, so a descendant that called `setsid` is still found. Windows: there are
-no group signals; the tree is the descendants, ended with `TerminateProcess` (psutil).
+(Linux uses the guard in `_containment.py`.) POSIX: the tree is the child's process group plus
+every descendant reachable through parent links from the leader, snapshotted while it lives,
+so a descendant that called `setsid` is still found. Windows: a Job Object owns the tree
+(`_job_object.py`); its active process count is the liveness check.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ class ProcessTree:
 
     leader: int
     pgid: int | None
+    job: int | None = None
+    """The Windows Job Object that owns the tree, when there is one."""
     members: dict[int, float] = field(default_factory=dict[int, float])
 
     def snapshot(self) -> None:
@@ -38,6 +41,8 @@ class ProcessTree:
 
     def alive(self) -> list[int]:
         """Members that still exist and are not zombies; a zombie counts as gone."""
+        if self.job is not None:
+            return [self.leader] if _job_active(self.job) else []
         alive: list[int] = []
         if self.pgid is not None:
             self.snapshot_group_only()
@@ -136,10 +141,27 @@ def _is_alive(pid: int, created: float) -> bool:
 
 
 if sys.platform == "win32":
+    from . import _job_object
 
     def spawn_options() -> dict[str, Any]:
-        """Windows: a new process group so console control events do not reach us."""
-        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+        """Windows: a new process group (no console control events from us), started suspended.
+
+        `started` then puts it in its Job Object before it runs.
+        """
+        flags = subprocess.CREATE_NEW_PROCESS_GROUP | _job_object.CREATE_SUSPENDED
+        return {"creationflags": flags}
+
+    def started(pid: int) -> int | None:
+        """Puts the suspended child in a kill-on-close Job Object and resumes it; the job."""
+        return _job_object.contain(pid)
+
+    def _job_active(job: int) -> bool:
+        return _job_object.active_processes(job) > 0
+
+    def release_job(job: int | None) -> None:
+        """Closes the job handle (kill-on-close ends anything still in it)."""
+        if job is not None:
+            _job_object.close_job(job)
 
     def leader_pgid(pid: int) -> int | None:
         """Windows has no POSIX process groups."""
@@ -149,6 +171,9 @@ if sys.platform == "win32":
         return ()
 
     def _signal_members(tree: ProcessTree, step: Step) -> None:
+        if tree.job is not None:
+            _job_object.terminate_job(tree.job)
+            return
         for pid, created in list(tree.members.items()):
             if not _is_alive(pid, created):
                 continue
@@ -170,6 +195,16 @@ else:
     def spawn_options() -> dict[str, Any]:
         """POSIX: a new session, so the child leads its own process group."""
         return {"start_new_session": True}
+
+    def started(pid: int) -> int | None:
+        """Nothing to do on POSIX: the new session already holds the child."""
+        return None
+
+    def _job_active(job: int) -> bool:
+        return False
+
+    def release_job(job: int | None) -> None:
+        """No jobs on POSIX."""
 
     def leader_pgid(pid: int) -> int | None:
         """With a new session, the group id is the leader's pid (recorded at spawn)."""

@@ -2,9 +2,12 @@
 
 Shipped (not under tests/) so every package's conftest can use it; it imports no pytest.
 
-Where PID 1 does not reap orphans, killed grandchildren stay zombies. Making the test process a
-child subreaper lets it adopt them, and `reap_adopted()` collects them by pid: never with
-`waitpid(-1)`, which would steal exit statuses from the event loop's child watcher.
+On Linux every managed process lives under its own guard, a child subreaper that reaps its
+whole tree, so orphans never reach this process. Elsewhere, where PID 1 does not reap orphans,
+killed grandchildren stay zombies: making the test process a child subreaper lets it adopt
+them, and `reap_adopted()` collects them by pid — never with `waitpid(-1)`, which would steal
+exit statuses from the event loop's child watcher. The guard server and its idle guards are
+infrastructure that lives as long as this process; the leak checks leave them out.
 """
 
 from __future__ import annotations
@@ -63,12 +66,34 @@ def live_group_members(pgid: int) -> list[int]:
     return tree.alive()
 
 
+def containment_processes() -> set[int]:
+    """The guard server and its idle (childless) guards: infrastructure, never a leak.
+
+    A guard that still has children is not listed: its tree is what a leak check looks for.
+    """
+    if sys.platform == "win32":
+        return set()
+    from ._containment import guard_server_pid
+
+    server = guard_server_pid()
+    if server is None:
+        return set()
+    pids = {server}
+    with contextlib.suppress(psutil.Error):
+        for guard in psutil.Process(server).children():
+            with contextlib.suppress(psutil.Error):
+                if not guard.children():
+                    pids.add(guard.pid)
+    return pids
+
+
 def live_descendants() -> list[psutil.Process]:
-    """Descendants of this process that are alive and not zombies."""
+    """Descendants of this process that are alive and not zombies (containment excluded)."""
+    infrastructure = containment_processes()
     alive: list[psutil.Process] = []
     for proc in psutil.Process().children(recursive=True):
         try:
-            if proc.status() != psutil.STATUS_ZOMBIE:
+            if proc.pid not in infrastructure and proc.status() != psutil.STATUS_ZOMBIE:
                 alive.append(proc)
         except psutil.NoSuchProcess:
             continue
@@ -102,14 +127,37 @@ def leaked_processes(groups: list[int]) -> list[str]:
 
 
 def kill_leaks(groups: list[int]) -> None:
-    """Kills whatever `leaked_processes` would report, then reaps it."""
+    """Kills whatever `leaked_processes` would report, then reaps it.
+
+    Guards are spared: once their trees are killed they reap them, report the tree gone to
+    their owner and exit by themselves.
+    """
+    guards = _guards()
     for pgid in groups:
         for pid in live_group_members(pgid):
             with contextlib.suppress(OSError):
                 os.kill(pid, 9)
     for proc in live_descendants():
-        with contextlib.suppress(psutil.NoSuchProcess):
-            proc.kill()
+        if proc.pid not in guards:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.kill()
+    infrastructure = containment_processes()
     with contextlib.suppress(psutil.Error):
-        psutil.wait_procs(psutil.Process().children(recursive=True), timeout=2)
+        psutil.wait_procs(
+            [p for p in psutil.Process().children(recursive=True) if p.pid not in infrastructure],
+            timeout=2,
+        )
     reap_adopted()
+
+
+def _guards() -> set[int]:
+    if sys.platform == "win32":
+        return set()
+    from ._containment import guard_server_pid
+
+    server = guard_server_pid()
+    if server is None:
+        return set()
+    with contextlib.suppress(psutil.Error):
+        return {guard.pid for guard in psutil.Process(server).children()}
+    return set()

@@ -1,0 +1,486 @@
+"""Linux containment: every managed process is started by a guard that owns its whole tree.
+
+The guard (`subagent_core.guard`) is a child subreaper, so a `setsid` sleeper, a double-forked
+daemon or a process that cleared its environment still re-parents to it, never to PID 1. Spawns
+go through one guard server per host process, started on first use with `python -I -S`; it
+keeps an idle guard forked in advance and hands each request to it, so a spawn costs a message
+and a `posix_spawn`, not an interpreter start. Each run talks to its own guard over a control
+socket (`SOCK_SEQPACKET`): `pid N` / `error REASON`, then `exit RC` and `gone` arrive as
+messages, so waiting needs no thread, no poll and no `/proc` scan. Closing the socket — or the
+death of this process by any signal — makes the guard SIGKILL the tree.
+"""
+
+from __future__ import annotations
+
+import sys
+
+if sys.platform == "win32":  # pragma: no cover - Windows contains trees with Job Objects
+    raise ImportError("guarded spawns are POSIX only")
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+GUARD_SCRIPT = Path(__file__).with_name("guard.py")
+"""The guard, standard library only: run as `python -I -S guard.py --server` (or `-- CMD`)."""
+
+# Test seam: called (synchronously) right after a spawn request went to the guard server and
+# before its answer is awaited — the window in which a cancel must not leak the new process.
+request_listeners: list[Callable[[], None]] = []
+
+_INLINE_REQUEST_BYTES = 60_000
+_SEND_TIMEOUT_SECONDS = 5.0
+_READ_BYTES = 256 * 1024
+_PIPE_BYTES = 1 << 20
+_F_SETPIPE_SZ = 1031
+
+
+class GuardRefusedError(Exception):
+    """The guard could not start the command; `reason` is a closed value.
+
+    `os_error` is the OS error the guard saw (its number only), when it reported one.
+    """
+
+    def __init__(self, reason: str, errno_value: int | None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.os_error = (
+            None if errno_value is None else OSError(errno_value, os.strerror(errno_value))
+        )
+
+
+def available() -> bool:
+    """True where the guard can work: Linux with a Python interpreter to run it."""
+    return sys.platform.startswith("linux") and bool(sys.executable) and GUARD_SCRIPT.is_file()
+
+
+class _GuardServer:
+    """The host's connection to its guard server; restarted when it died or the host forked."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._pid: int | None = None
+        self._owner = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self._pid if self._owner == os.getpid() else None
+
+    def send(self, payload: bytes, fds: Sequence[int]) -> None:
+        """Sends one spawn request; starts (or restarts) the server when needed."""
+        with self._lock:
+            for attempt in (1, 2):
+                sock = self._ensure()
+                try:
+                    sock.sendmsg(
+                        [payload],
+                        [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes(fds))],
+                    )
+                    return
+                except (BrokenPipeError, ConnectionError):
+                    self._drop()
+                    if attempt == 2:
+                        raise
+
+    def _ensure(self) -> socket.socket:
+        if self._sock is not None and self._owner == os.getpid():
+            return self._sock
+        if self._owner != os.getpid():
+            # A forked host shares its parent's server socket; it gets its own server.
+            self._sock = None
+            self._pid = None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._pid = _start_server(theirs.fileno())
+        finally:
+            theirs.close()
+        ours.settimeout(_SEND_TIMEOUT_SECONDS)
+        self._sock = ours
+        self._owner = os.getpid()
+        return ours
+
+    def _drop(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+        if self._pid is not None:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(self._pid, os.WNOHANG)
+        self._sock = None
+        self._pid = None
+
+
+_SERVER = _GuardServer()
+
+
+def guard_server_pid() -> int | None:
+    """The pid of this process's guard server, if one runs (test support excludes it)."""
+    return _SERVER.pid
+
+
+def _start_server(sock_fd: int) -> int:
+    """Starts `guard.py --server` in its own session with `sock_fd` as its stdin."""
+    actions: list[tuple[int, int] | tuple[int, int, int] | tuple[int, int, str, int, int]] = [
+        (os.POSIX_SPAWN_DUP2, sock_fd, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+    ]
+    # posix_spawn keeps inheritable descriptors open; the server must hold none of ours.
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd != sock_fd:
+            with contextlib.suppress(OSError):
+                if os.get_inheritable(fd):
+                    actions.append((os.POSIX_SPAWN_CLOSE, fd))
+    env = {name: os.environ[name] for name in ("PATH", "LD_LIBRARY_PATH") if name in os.environ}
+    argv = [sys.executable, "-I", "-S", str(GUARD_SCRIPT), "--server"]
+    return os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
+
+
+def _fd_bytes(fds: Sequence[int]) -> bytes:
+    return b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
+
+
+class _Link:
+    """This side of one guard's control socket, and the facts it has reported."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        self.sock = sock
+        self.pid: int | None = None
+        self.refused: str | None = None
+        self.refused_errno: int | None = None
+        self.returncode: int | None = None
+        self.gone = False
+        self.closed = False
+        self._reading = anyio.Lock()
+
+    def poll(self) -> None:
+        """Applies every message already received (never blocks)."""
+        while not self.closed:
+            try:
+                data = self.sock.recv(256)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            self._apply(data)
+
+    def _apply(self, data: bytes) -> None:
+        if not data:
+            self.closed = True
+            if self.pid is None and self.refused is None:
+                self.refused = "os-error"
+            return
+        kind, _, value = data.decode("ascii", "replace").partition(" ")
+        if kind == "pid":
+            self.pid = int(value)
+        elif kind == "error":
+            reason, _, number = value.partition(" ")
+            self.refused = reason
+            self.refused_errno = int(number) if number.isdigit() else None
+        elif kind == "exit":
+            self.returncode = int(value)
+        elif kind == "gone":
+            self.gone = True
+
+    async def until(self, done: Callable[[], bool]) -> None:
+        """Reads messages until `done()` holds or the guard closed the socket (cancellable)."""
+        self.poll()
+        while not done() and not self.closed:
+            async with self._reading:
+                self.poll()
+                if done() or self.closed:
+                    return
+                await anyio.wait_readable(self.sock)
+                self.poll()
+
+    def send(self, command: str) -> None:
+        """Sends a command to the guard; a guard that is gone needs none."""
+        if self.closed:
+            return
+        with contextlib.suppress(OSError):
+            self.sock.send(command.encode("ascii"))
+
+    def hang_up(self) -> None:
+        """Tells the guard we are done: it SIGKILLs whatever is left, reaps it and exits."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.closed = True
+        self.sock.close()
+
+
+class _PipeReceiveStream(anyio.abc.ByteReceiveStream):
+    """Our read end of a child's pipe, served by the event loop's readiness callbacks."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            if self._fd < 0:
+                raise anyio.ClosedResourceError
+            try:
+                data = os.read(self._fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self._fd)
+                continue
+            except OSError as error:
+                raise anyio.BrokenResourceError from error
+            if not data:
+                raise anyio.EndOfStream
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+            return data
+
+    async def aclose(self) -> None:
+        _close_fd(self._fd)
+        self._fd = -1
+        await anyio.lowlevel.checkpoint()
+
+
+class _PipeSendStream(anyio.abc.ByteSendStream):
+    """Our write end of a child's stdin pipe."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+
+    async def send(self, item: bytes) -> None:
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        view = memoryview(item)
+        while view:
+            if self._fd < 0:
+                raise anyio.ClosedResourceError
+            try:
+                view = view[os.write(self._fd, view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+            except OSError as error:
+                raise anyio.BrokenResourceError from error
+        await anyio.lowlevel.cancel_shielded_checkpoint()
+
+    async def aclose(self) -> None:
+        _close_fd(self._fd)
+        self._fd = -1
+        await anyio.lowlevel.checkpoint()
+
+
+def _close_fd(fd: int) -> None:
+    if fd < 0:
+        return
+    with contextlib.suppress(RuntimeError, anyio.NoEventLoopError):
+        anyio.notify_closing(fd)
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+class GuardedProcess(anyio.abc.Process):
+    """A process started by its own guard; `returncode` and `wait()` are the leader's."""
+
+    def __init__(
+        self,
+        link: _Link,
+        stdin: _PipeSendStream | None,
+        stdout: _PipeReceiveStream | None,
+        stderr: _PipeReceiveStream | None,
+    ) -> None:
+        assert link.pid is not None
+        self._link = link
+        self._pid = link.pid
+        self._stdin = stdin
+        self._stdout = stdout
+        self._stderr = stderr
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    @property
+    def returncode(self) -> int | None:
+        self._link.poll()
+        return self._link.returncode
+
+    @property
+    def stdin(self) -> anyio.abc.ByteSendStream | None:
+        return self._stdin
+
+    @property
+    def stdout(self) -> anyio.abc.ByteReceiveStream | None:
+        return self._stdout
+
+    @property
+    def stderr(self) -> anyio.abc.ByteReceiveStream | None:
+        return self._stderr
+
+    @property
+    def exit_known(self) -> bool:
+        """True once the leader's exit is reported, or the guard can report nothing more."""
+        self._link.poll()
+        return self._link.returncode is not None or self._link.closed
+
+    async def wait_exit(self) -> int | None:
+        """Waits for the leader's exit; its returncode, or `None` if the guard died first."""
+        await self._link.until(lambda: self._link.returncode is not None)
+        return self._link.returncode
+
+    async def wait(self) -> int:
+        code = await self.wait_exit()
+        return -signal.SIGKILL if code is None else code
+
+    def send_signal(self, signal: int) -> None:
+        """Signals the leader alone (as `anyio.abc.Process` does)."""
+        self._link.send(f"signal {int(signal)}")
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    # -- the tree ---------------------------------------------------------------------------
+
+    def tree_gone(self) -> bool:
+        """True once the guard reported that no process of the tree is left."""
+        self._link.poll()
+        return self._link.gone
+
+    async def wait_tree_gone(self) -> bool:
+        """Waits until the tree is gone (True) or the guard is gone without saying so (False)."""
+        await self._link.until(lambda: self._link.gone)
+        return self._link.gone
+
+    def signal_tree(self, step: str) -> None:
+        """`term` or `kill`: the guard signals every live member of the tree."""
+        self._link.send(step)
+
+    async def aclose(self) -> None:
+        """Closes our pipe ends and the control socket (the guard then kills what is left)."""
+        for stream in (self._stdin, self._stdout, self._stderr):
+            if stream is not None:
+                await stream.aclose()
+        self._link.hang_up()
+        self._link.close()
+
+
+def _pipe(*, large: bool = False) -> tuple[int, int]:
+    read_fd, write_fd = os.pipe()
+    if large:
+        # Output pipes: fewer wake-ups for a flooding child with a 1 MiB buffer (the
+        # unprivileged maximum). stdin keeps the default, so a child that stops reading
+        # blocks its writer as soon as it always did.
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(read_fd, _F_SETPIPE_SZ, _PIPE_BYTES)
+    return read_fd, write_fd
+
+
+async def spawn_guarded(
+    argv: Sequence[str],
+    *,
+    cwd: Path | None,
+    env: Mapping[str, str] | None,
+    stdin: str,
+    stdout: str,
+    stderr: str | int,
+    abort_seconds: float,
+) -> GuardedProcess:
+    """Starts `argv` under a fresh guard; returns once the guard reported the leader's pid.
+
+    The process belongs to its guard from the instant it exists: if this await is cancelled
+    (or interrupted), the control socket is hung up, the guard SIGKILLs the tree, and this
+    waits — shielded, at most `abort_seconds` — for the guard to confirm it before re-raising.
+
+    Raises:
+        GuardRefusedError: the guard could not start the command (nothing runs).
+        OSError: the guard server could not be reached.
+    """
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    child_fds: list[int] = []
+    host_fds: dict[str, int] = {}
+    try:
+        if stdin == "pipe":
+            read_fd, host_fds["stdin"] = _pipe()
+            child_fds.append(read_fd)
+        else:
+            child_fds.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        if stdout == "pipe":
+            host_fds["stdout"], write_fd = _pipe(large=True)
+            child_fds.append(write_fd)
+        else:
+            child_fds.append(os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC))
+        if stderr == "pipe":
+            host_fds["stderr"], write_fd = _pipe(large=True)
+            child_fds.append(write_fd)
+        elif stderr == "devnull":
+            child_fds.append(os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC))
+        elif stderr == "inherit":
+            child_fds.append(os.dup(2))
+        else:
+            assert isinstance(stderr, int)
+            child_fds.append(os.dup(stderr))
+        request = {
+            "argv": list(argv),
+            "env": dict(os.environ if env is None else env),
+            "cwd": None if cwd is None else str(cwd),
+        }
+        payload = json.dumps(request).encode()
+        fds = [theirs.fileno(), *child_fds]
+        if len(payload) <= _INLINE_REQUEST_BYTES:
+            _SERVER.send(b"R" + payload, fds)
+        else:
+            memfd = os.memfd_create("subagent-spawn", os.MFD_CLOEXEC)
+            try:
+                os.write(memfd, payload)
+                os.lseek(memfd, 0, os.SEEK_SET)
+                _SERVER.send(b"M", [*fds, memfd])
+            finally:
+                os.close(memfd)
+    except BaseException:
+        ours.close()
+        for fd in host_fds.values():
+            os.close(fd)
+        raise
+    finally:
+        theirs.close()
+        for fd in child_fds:
+            os.close(fd)
+    link = _Link(ours)
+    try:
+        for listener in request_listeners:
+            listener()
+        await link.until(lambda: link.pid is not None or link.refused is not None)
+        # A cancel requested while the guard was starting the command is delivered here,
+        # even when the answer was already waiting: the abort below is the quickest end.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+    except BaseException:
+        # Cancelled or interrupted while the guard starts the command: it is already owned.
+        link.hang_up()
+        with anyio.move_on_after(abort_seconds, shield=True):
+            await link.until(lambda: False)
+        link.close()
+        for fd in host_fds.values():
+            os.close(fd)
+        raise
+    if link.pid is None:
+        link.close()
+        for fd in host_fds.values():
+            os.close(fd)
+        raise GuardRefusedError(link.refused or "os-error", link.refused_errno)
+    return GuardedProcess(
+        link,
+        _PipeSendStream(host_fds["stdin"]) if "stdin" in host_fds else None,
+        _PipeReceiveStream(host_fds["stdout"]) if "stdout" in host_fds else None,
+        _PipeReceiveStream(host_fds["stderr"]) if "stderr" in host_fds else None,
+    )

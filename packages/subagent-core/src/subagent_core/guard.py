@@ -1,0 +1,589 @@
+"""The containment guard: a child subreaper that owns one process tree and outlives its members.
+
+Linux only, standard library only (it runs with `python -I -S` and on remote hosts). Every
+process a command starts — a `setsid` sleeper, a double-forked daemon, one that cleared its
+environment — stays a descendant of its guard, because orphans re-parent to the nearest
+subreaper (`PR_SET_CHILD_SUBREAPER`) instead of PID 1. "The tree is gone" is then one fact:
+the guard has no children left. The guard kills the whole tree when its owner goes away.
+
+Two modes:
+
+- **Command** (`python -m subagent_core.guard [--eof-grace S] [--term-grace S] -- CMD ARGS…`):
+  runs CMD with stdout/stderr inherited and stdin relayed, so it sees its own stdin reach EOF.
+  On EOF it closes CMD's stdin, waits `--eof-grace` seconds, then SIGTERMs the tree, waits
+  `--term-grace`, and SIGKILLs what is left. SIGHUP, SIGTERM or SIGINT (a dropped SSH
+  connection) kill the tree at once. It exits with CMD's exit code (128 + N for a signal)
+  once nothing of the tree is alive. This is the remote side of an SSH child.
+- **Server** (`--server`, fd 0 is a `SOCK_SEQPACKET` socket to the owner): the spawn service
+  behind `open_managed_process`. It keeps one idle guard forked in advance; each spawn request
+  is handed to it, so a spawn costs no interpreter start. Each request carries a control
+  socket; that run's guard answers `pid N` or `error REASON`, later `exit RC` (the leader's
+  returncode) and `gone` (no process of the tree is left; then it exits). It obeys `term`,
+  `kill` and `signal N` (the leader alone). When the control socket closes — the owner
+  finished, or died by any signal, SIGKILL included — it SIGKILLs the whole tree and exits
+  once every member is reaped. A guard's orphans (a hostile child killed its guard) re-parent
+  to the server, which kills them.
+"""
+
+from __future__ import annotations
+
+import sys
+
+if sys.platform == "win32":  # pragma: no cover - Windows contains trees with Job Objects
+    raise ImportError("the containment guard runs on POSIX only")
+
+import contextlib
+import ctypes
+import errno
+import json
+import os
+import selectors
+import signal
+import socket
+import time
+from typing import cast
+
+_PR_SET_CHILD_SUBREAPER = 36
+_MAX_FDS = 8
+_REQUEST_BYTES = 1 << 16
+_KILL_RETRY_SECONDS = 0.05
+_KILL_PASSES = 64
+_RESET_SIGNALS = (
+    signal.SIGPIPE,
+    signal.SIGXFSZ,
+    signal.SIGCHLD,
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+)
+"""Signals this interpreter handles or ignores, reset to their defaults in a spawned command."""
+
+
+def become_subreaper() -> bool:
+    """Makes orphaned descendants re-parent to this process; True when the kernel agreed."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children_of(pid: int) -> list[int]:
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    kids: list[int] = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as file:
+                kids.extend(int(part) for part in file.read().split())
+        except OSError:
+            continue
+    return kids
+
+
+def _parent_map() -> dict[int, list[int]]:
+    """Fallback for kernels without `/proc/<pid>/task/<tid>/children`: one `/proc` scan."""
+    parents: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                data = stat.read()
+        except OSError:
+            continue
+        fields = data[data.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            parents.setdefault(int(fields[1]), []).append(int(name))
+    return parents
+
+
+_HAS_CHILDREN_FILES = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+def descendants(root: int, *, skip: frozenset[int] = frozenset()) -> list[int]:
+    """Every process below `root` through parent links, except the subtrees of `skip`."""
+    if _HAS_CHILDREN_FILES:
+        children = _children_of
+    else:
+        parents = _parent_map()
+
+        def children(pid: int) -> list[int]:
+            return parents.get(pid, [])
+
+    found: list[int] = []
+    seen: set[int] = set()
+    stack = [pid for pid in children(root) if pid not in skip]
+    while stack:
+        pid = stack.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        found.append(pid)
+        stack.extend(children(pid))
+    return found
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            data = stat.read()
+    except OSError:
+        return True
+    return data[data.rfind(b")") + 2 : data.rfind(b")") + 3] in (b"Z", b"X")
+
+
+def signal_tree(sig: int, *, root: int | None = None, skip: frozenset[int] = frozenset()) -> int:
+    """Sends `sig` to every live descendant of `root` (default: this process); returns how many.
+
+    SIGKILL is repeated while a pass still finds someone (a process forking while it dies), in
+    a bounded number of passes; a stopped process also gets SIGCONT so a SIGTERM can act.
+    """
+    base = os.getpid() if root is None else root
+    total = 0
+    for _ in range(_KILL_PASSES if sig == signal.SIGKILL else 1):
+        live = [pid for pid in descendants(base, skip=skip) if not _is_zombie(pid)]
+        if not live:
+            break
+        for pid in live:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+                if sig != signal.SIGKILL:
+                    os.kill(pid, signal.SIGCONT)
+        total += len(live)
+    return total
+
+
+def _resolve(program: str, env: dict[str, str]) -> list[str]:
+    """Candidate paths for `program`, searched on the child's own PATH (as `subprocess` does)."""
+    if os.sep in program:
+        return [program]
+    return [os.path.join(directory, program) for directory in os.get_exec_path(env)]
+
+
+def spawn(argv: list[str], env: dict[str, str], stdio: tuple[int, int, int]) -> int | str:
+    """Starts `argv` in a new session with the given stdio; the pid, or a closed error reason."""
+    actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(stdio)]
+    first_error: OSError | None = None
+    for path in _resolve(argv[0], env):
+        try:
+            return os.posix_spawn(
+                path,
+                argv,
+                env,
+                file_actions=actions,
+                setsid=True,
+                setsigmask=(),
+                setsigdef=_RESET_SIGNALS,
+            )
+        except OSError as error:
+            # Like execvp: a later PATH entry may still hold the program.
+            if first_error is None or error.errno not in (errno.ENOENT, errno.ENOTDIR):
+                first_error = error
+    return _reason(first_error)
+
+
+def _reason(error: OSError | None) -> str:
+    number = errno.ENOENT if error is None or error.errno is None else error.errno
+    if number in (errno.ENOENT, errno.ENOTDIR):
+        return f"not-found {number}"
+    if number in (errno.EACCES, errno.EPERM, errno.ENOEXEC):
+        return f"not-executable {number}"
+    return f"os-error {number}"
+
+
+class _Wakeup:
+    """SIGCHLD (and the guard's own stop signals) as readable bytes on a pipe."""
+
+    def __init__(self, stop_signals: tuple[int, ...] = ()) -> None:
+        self.read_fd, self.write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, _ignore)
+        for sig in stop_signals:
+            signal.signal(sig, _ignore)
+
+    def drain(self) -> bytes:
+        data = b""
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(self.read_fd, 256):
+                data += chunk
+        return data
+
+    def close(self) -> None:
+        signal.set_wakeup_fd(-1)
+        os.close(self.read_fd)
+        os.close(self.write_fd)
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """A handler that does nothing: the wakeup fd carries the signal to the loop."""
+
+
+def reap() -> tuple[list[tuple[int, int]], bool]:
+    """Collects every exited child; returns (pid, returncode) pairs and whether any remain."""
+    exited: list[tuple[int, int]] = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return exited, False
+        if pid == 0:
+            return exited, True
+        exited.append((pid, os.waitstatus_to_exitcode(status)))
+
+
+# -- server mode --------------------------------------------------------------------------
+
+
+def _send(sock: socket.socket, text: str) -> None:
+    with contextlib.suppress(OSError):
+        sock.send(text.encode())
+
+
+def _run_guard(ctl: socket.socket, request: dict[str, object], stdio: tuple[int, int, int]) -> None:
+    """One run's guard: spawn, report, obey, and kill everything when the owner goes away."""
+    become_subreaper()
+    wakeup = _Wakeup()
+    argv = [str(part) for part in request["argv"]]  # type: ignore[union-attr]
+    env = {str(k): str(v) for k, v in request["env"].items()}  # type: ignore[union-attr]
+    cwd = request.get("cwd")
+    try:
+        if cwd is not None:
+            os.chdir(str(cwd))
+    except OSError as error:
+        _send(ctl, f"error bad-cwd {error.errno or errno.ENOENT}")
+        return
+    leader = spawn(argv, env, stdio)
+    for fd in set(stdio):
+        os.close(fd)
+    if isinstance(leader, str):
+        _send(ctl, f"error {leader}")
+        return
+    _send(ctl, f"pid {leader}")
+    ctl.setblocking(False)
+    selector = selectors.DefaultSelector()
+    selector.register(ctl, selectors.EVENT_READ)
+    selector.register(wakeup.read_fd, selectors.EVENT_READ)
+    leader_alive = True
+    owner_gone = False
+    while True:
+        wakeup.drain()
+        exited, remaining = reap()
+        for pid, code in exited:
+            if pid == leader:
+                leader_alive = False
+                _send(ctl, f"exit {code}")
+        if not remaining and not leader_alive:
+            _send(ctl, "gone")
+            return
+        if owner_gone:
+            signal_tree(signal.SIGKILL)
+        timeout = _KILL_RETRY_SECONDS if owner_gone else None
+        for key, _ in selector.select(timeout):
+            if key.fileobj is not ctl or owner_gone:
+                continue
+            try:
+                command = ctl.recv(256).decode()
+            except BlockingIOError:
+                continue
+            except OSError:
+                command = ""
+            if command == "":
+                owner_gone = True
+                selector.unregister(ctl)
+            elif command == "term":
+                signal_tree(signal.SIGTERM)
+            elif command == "kill":
+                signal_tree(signal.SIGKILL)
+            elif command.startswith("signal ") and leader_alive:
+                with contextlib.suppress(OSError, ValueError):
+                    os.kill(leader, int(command.split()[1]))
+
+
+def _receive_request(
+    sock: socket.socket,
+) -> tuple[dict[str, object], socket.socket, tuple[int, int, int]] | None:
+    """One request: JSON (inline, or in a memfd when large) and its fds (control, stdio).
+
+    A malformed request closes every fd it carried: the owner then reads EOF on its control
+    socket and reports a spawn error.
+    """
+    data, ancillary, _flags, _addr = sock.recvmsg(
+        _REQUEST_BYTES, socket.CMSG_SPACE(_MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
+    )
+    fds = _fds_of(ancillary)
+    try:
+        if data[:1] == b"M" and len(fds) == 5:
+            with os.fdopen(fds.pop(), "rb") as file:
+                data = b"R" + file.read()
+        if data[:1] == b"R" and len(fds) == 4:
+            request: object = json.loads(data[1:])
+            if isinstance(request, dict):
+                fields = cast("dict[str, object]", request)
+                return fields, socket.socket(fileno=fds[0]), (fds[1], fds[2], fds[3])
+    except (OSError, ValueError):
+        pass
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    return None
+
+
+def _fds_of(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    return [
+        int.from_bytes(payload[i : i + 4], sys.byteorder)
+        for level, kind, payload in ancillary
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+        for i in range(0, len(payload) - len(payload) % 4, 4)
+    ]
+
+
+def _idle_guard(link: socket.socket) -> None:
+    """A pre-forked guard: waits for one request from the server, then becomes its guard."""
+    try:
+        received = _receive_request(link)
+    except (OSError, ValueError):
+        received = None
+    link.close()
+    if received is None:
+        return
+    request, ctl, stdio = received
+    try:
+        _run_guard(ctl, request, stdio)
+    finally:
+        ctl.close()
+
+
+class _Server:
+    def __init__(self, main: socket.socket) -> None:
+        self.main = main
+        self.guards: set[int] = set()
+        self.idle: tuple[int, socket.socket] | None = None
+        self.wakeup = _Wakeup()
+
+    def fork_idle(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                ours.close()
+                self.main.close()
+                self.wakeup.close()
+                devnull = os.open(os.devnull, os.O_RDWR)
+                os.dup2(devnull, 0)
+                os.close(devnull)
+                _idle_guard(theirs)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        theirs.close()
+        self.guards.add(pid)
+        self.idle = (pid, ours)
+
+    def hand_over(self, data: bytes, fds: list[int]) -> None:
+        if self.idle is None:
+            self.fork_idle()
+        assert self.idle is not None
+        _pid, link = self.idle
+        self.idle = None
+        with contextlib.suppress(OSError):
+            link.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(_fd_array(fds)))])
+        link.close()
+        for fd in fds:
+            os.close(fd)
+
+    def collect(self) -> None:
+        exited, _ = reap()
+        for pid, _code in exited:
+            self.guards.discard(pid)
+            if self.idle is not None and self.idle[0] == pid:
+                self.idle[1].close()
+                self.idle = None
+        # Anything else below us was orphaned by a guard that died: it belongs to no live run.
+        signal_tree(signal.SIGKILL, skip=frozenset(self.guards))
+
+    def serve(self) -> None:
+        selector = selectors.DefaultSelector()
+        selector.register(self.main, selectors.EVENT_READ)
+        selector.register(self.wakeup.read_fd, selectors.EVENT_READ)
+        self.fork_idle()
+        while True:
+            for key, _ in selector.select():
+                if key.fileobj is self.main:
+                    try:
+                        data, ancillary, _flags, _addr = self.main.recvmsg(
+                            _REQUEST_BYTES, socket.CMSG_SPACE(_MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
+                        )
+                    except InterruptedError:
+                        continue
+                    except OSError:
+                        data, ancillary = b"", []
+                    if not data:
+                        return
+                    self.hand_over(data, _fds_of(ancillary))
+                    if self.idle is None:
+                        self.fork_idle()
+                else:
+                    self.wakeup.drain()
+                    self.collect()
+
+
+def _fd_array(fds: list[int]) -> bytes:
+    return b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
+
+
+def serve() -> None:
+    """Server mode over fd 0 (see the module docstring)."""
+    become_subreaper()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    main = socket.socket(fileno=0)
+    _Server(main).serve()
+
+
+# -- command mode --------------------------------------------------------------------------
+
+
+def run_command(argv: list[str], eof_grace: float, term_grace: float) -> int:
+    """Command mode (see the module docstring); returns the exit code to leave with."""
+    if not become_subreaper():
+        sys.stderr.write("guard: PR_SET_CHILD_SUBREAPER is not available\n")
+        return 125
+    wakeup = _Wakeup((signal.SIGHUP, signal.SIGTERM, signal.SIGINT))
+    relay_read, relay_write = os.pipe()
+    leader = spawn(argv, dict(os.environ), (relay_read, 1, 2))
+    os.close(relay_read)
+    if isinstance(leader, str):
+        os.close(relay_write)
+        reason = leader.split()[0]
+        sys.stderr.write(f"guard: could not start the command ({reason})\n")
+        return 127 if reason == "not-found" else 126
+    os.set_blocking(0, False)
+    os.set_blocking(relay_write, False)
+    relay = _Relay(relay_write)
+    selector = selectors.DefaultSelector()
+    selector.register(0, selectors.EVENT_READ)
+    selector.register(wakeup.read_fd, selectors.EVENT_READ)
+    code: int | None = None
+    deadline = 0.0
+    stage = "run"
+    while True:
+        if any(signum != signal.SIGCHLD for signum in wakeup.drain()):
+            stage = "kill"
+        exited, remaining = reap()
+        for pid, returncode in exited:
+            if pid == leader:
+                code = returncode if returncode >= 0 else 128 - returncode
+        if not remaining and code is not None:
+            return code
+        now = time.monotonic()
+        if stage == "eof" and now >= deadline:
+            signal_tree(signal.SIGTERM)
+            stage, deadline = "term", now + term_grace
+        elif stage == "term" and now >= deadline:
+            stage = "kill"
+        if stage == "kill":
+            signal_tree(signal.SIGKILL)
+        timeout = None
+        if stage == "kill":
+            timeout = _KILL_RETRY_SECONDS
+        elif stage in ("eof", "term"):
+            timeout = max(0.0, deadline - now)
+        for key, events in selector.select(timeout):
+            if key.fileobj == relay_write and events & selectors.EVENT_WRITE:
+                relay.flush()
+            elif key.fileobj == 0 and not relay.feed():
+                selector.unregister(0)
+                if stage == "run":
+                    stage, deadline = "eof", time.monotonic() + eof_grace
+            if key.fileobj in (0, relay_write):
+                _watch_relay(selector, relay)
+
+
+class _Relay:
+    """Copies our stdin to the command's stdin pipe without ever blocking the guard."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.pending = b""
+        self.eof = False
+
+    def feed(self) -> bool:
+        """Reads once from stdin; False at EOF (the command's stdin is then closed)."""
+        try:
+            chunk = os.read(0, 65536)
+        except BlockingIOError:
+            return True
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.eof = True
+            self.pending = b""
+            self.close()
+            return False
+        self.pending += chunk
+        self.flush()
+        return True
+
+    def flush(self) -> None:
+        if self.target < 0:
+            self.pending = b""
+            return
+        try:
+            self.pending = self.pending[os.write(self.target, self.pending) :]
+        except BlockingIOError:
+            return
+        except OSError:
+            self.pending = b""
+
+    def close(self) -> None:
+        if self.target >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.target)
+            self.target = -1
+
+
+def _watch_relay(selector: selectors.BaseSelector, relay: _Relay) -> None:
+    """Reads stdin only while the command's pipe has room; waits for room while data is held."""
+    registered = selector.get_map()
+    want_write = bool(relay.pending) and relay.target >= 0
+    if want_write and relay.target not in registered:
+        selector.register(relay.target, selectors.EVENT_WRITE)
+    elif not want_write and relay.target in registered:
+        selector.unregister(relay.target)
+    if relay.eof:
+        return
+    if want_write and 0 in registered:
+        selector.unregister(0)
+    elif not want_write and 0 not in registered:
+        selector.register(0, selectors.EVENT_READ)
+
+
+def main(args: list[str]) -> int:
+    """Entry point: `--server`, or `[--eof-grace S] [--term-grace S] -- CMD ARGS…`."""
+    if args == ["--server"]:
+        serve()
+        return 0
+    eof_grace, term_grace = 0.5, 0.5
+    while args and args[0] != "--":
+        option = args.pop(0)
+        if option in ("--eof-grace", "--term-grace") and args:
+            value = float(args.pop(0))
+            if option == "--eof-grace":
+                eof_grace = value
+            else:
+                term_grace = value
+        else:
+            sys.stderr.write("usage: guard [--eof-grace S] [--term-grace S] -- CMD [ARGS...]\n")
+            return 2
+    if len(args) < 2:
+        sys.stderr.write("usage: guard [--eof-grace S] [--term-grace S] -- CMD [ARGS...]\n")
+        return 2
+    return run_command(args[1:], eof_grace, term_grace)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,301 @@
+"""Containment: nothing a managed process starts outlives it, whatever it does (Linux guard)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import anyio
+import psutil
+import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+from subagent_core import (
+    ChildCommand,
+    ManagedProcess,
+    ProcessOutcome,
+    _containment,  # pyright: ignore[reportPrivateUsage]
+    open_managed_process,
+)
+from subagent_core.testing import live_descendants, poll_until
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the guard is Linux containment"
+)
+
+ChildArgv = Callable[..., list[str]]
+
+DISPOSE_BOUND_SECONDS = 3.0
+"""The fast goodbye is ~1.0 s with default graces (EOF 0.5 + TERM 0.5); slack for load."""
+
+
+def is_gone(pid: int) -> bool:
+    """True when the pid no longer runs (a zombie counts as gone)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def alive(pids: list[int]) -> list[int]:
+    return [pid for pid in pids if not is_gone(pid)]
+
+
+async def read_pids(proc: ManagedProcess) -> list[int]:
+    assert proc.stdout is not None
+    line = await BufferedByteReceiveStream(proc.stdout).receive_until(b"\n", 4096)
+    return [int(part) for part in line.split()]
+
+
+def is_under(pid: int, ancestor: int) -> bool:
+    """True when `ancestor` is found by following parent links up from `pid`."""
+    try:
+        return any(parent.pid == ancestor for parent in psutil.Process(pid).parents())
+    except psutil.NoSuchProcess:
+        return False
+
+
+async def test_fifty_setsid_sleepers_of_an_exited_leader_are_all_gone(child: ChildArgv) -> None:
+    with anyio.fail_after(30):
+        async with open_managed_process(child("setsid_sleepers", "50"), stdin="devnull") as proc:
+            sleepers = await read_pids(proc)
+            assert await proc.wait() == ProcessOutcome(exit_code=0, signal=None)
+            assert len(alive(sleepers)) == 50
+            # Orphans of their own sessions, yet still below this process (the run's guard).
+            assert all(os.getsid(pid) == pid for pid in sleepers)
+            assert all(is_under(pid, os.getpid()) for pid in sleepers)
+            assert proc.tree_alive()
+            assert await proc.terminate() is True
+            assert not proc.tree_alive()
+        assert alive(sleepers) == []
+
+
+@pytest.mark.parametrize("stdout_mode", ["hold", "close"])
+@pytest.mark.parametrize("env_mode", ["inherit", "clear-env"])
+async def test_a_double_forked_daemon_is_gone(
+    child: ChildArgv, stdout_mode: str, env_mode: str
+) -> None:
+    """fork → setsid → fork, optionally after `env -i`: no group, no parent link, no marker."""
+    with anyio.fail_after(30):
+        async with open_managed_process(child("double_fork_daemon", stdout_mode, env_mode)) as proc:
+            daemon, env_size = await read_pids(proc)
+            await proc.wait()
+            if env_mode == "clear-env":
+                assert env_size <= 2  # only what the interpreter itself may add
+            assert not is_gone(daemon)
+            assert os.getsid(daemon) != proc.pid
+            assert is_under(daemon, os.getpid())
+            assert await proc.terminate() is True
+        assert is_gone(daemon)
+
+
+async def test_a_grandchild_holding_stdout_while_the_leader_exits_is_gone(
+    child: ChildArgv,
+) -> None:
+    """The leader's exit is observed at once; EOF on stdout comes only when the tree is gone."""
+    with anyio.fail_after(30):
+        async with open_managed_process(child("leader_exits_grandchild_holds")) as proc:
+            assert proc.stdout is not None
+            stdout = BufferedByteReceiveStream(proc.stdout)
+            grandchild = int(await stdout.receive_until(b"\n", 64))
+            assert await proc.wait() == ProcessOutcome(exit_code=3, signal=None)
+            assert not is_gone(grandchild)
+            assert await proc.terminate() is True
+            assert is_gone(grandchild)
+            assert await stdout.receive_exactly(0) == b""
+            with pytest.raises(anyio.EndOfStream):
+                await stdout.receive()
+
+
+async def test_default_graces_end_an_eof_deaf_term_trapping_tree_fast(child: ChildArgv) -> None:
+    """EOF-deaf and TERM-trapping, with escapees: default graces confirm it gone in ~1 s."""
+    with anyio.fail_after(30):
+        async with open_managed_process(child("deaf_with_escapees")) as proc:
+            pids = await read_pids(proc)
+            started = anyio.current_time()
+            assert await proc.terminate() is True
+            elapsed = anyio.current_time() - started
+            assert proc.outcome == ProcessOutcome(exit_code=None, signal="SIGKILL")
+        assert alive(pids) == []
+        assert elapsed < DISPOSE_BOUND_SECONDS
+
+
+async def test_a_cooperative_child_still_exits_on_eof_with_default_graces(
+    child: ChildArgv,
+) -> None:
+    with anyio.fail_after(30):
+        async with open_managed_process(child("eof_exit")) as proc:
+            assert proc.stdout is not None
+            await BufferedByteReceiveStream(proc.stdout).receive_until(b"\n", 64)
+            assert await proc.terminate() is True
+            assert proc.outcome == ProcessOutcome(exit_code=0, signal=None)
+
+
+async def test_a_child_command_is_accepted(child: ChildArgv, tmp_path: Path) -> None:
+    argv = child("print_env")
+    command = ChildCommand(command=argv[0], args=tuple(argv[1:]), env={"GIVEN": "1"}, cwd=tmp_path)
+    with anyio.fail_after(20):
+        async with open_managed_process(command, stdin="devnull") as proc:
+            assert proc.stdout is not None
+            out = b""
+            async for chunk in proc.stdout:
+                out += chunk
+            assert "GIVEN" in out.decode().split()
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live processes whose command line holds `marker` (a scan of /proc; tests only)."""
+    found: list[int] = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        if any(marker in part for part in proc.info["cmdline"] or ()):
+            found.append(proc.pid)
+    return found
+
+
+def background_argv(marker: str) -> list[str]:
+    """A shell with a `setsid` sleeper in the background and a sleeper in the foreground."""
+    return ["/bin/sh", "-c", f"setsid sleep {marker} & exec sleep {marker}"]
+
+
+def stall_until_started(marker: str) -> None:
+    """Blocks the event loop until both sleepers exist: the spawn has really happened."""
+    deadline = time.monotonic() + 10
+    while len(marked_processes(marker)) < 2:
+        if time.monotonic() > deadline:
+            raise AssertionError("the command never started")
+
+
+@pytest.fixture
+def spawn_window() -> Iterator[list[Callable[[], None]]]:
+    """Hooks run synchronously inside the spawn, after the request, before its answer."""
+    hooks: list[Callable[[], None]] = []
+
+    def run_hooks() -> None:
+        for hook in hooks:
+            hook()
+
+    _containment.request_listeners.append(run_hooks)
+    try:
+        yield hooks
+    finally:
+        _containment.request_listeners.remove(run_hooks)
+
+
+async def test_a_cancel_landing_inside_the_spawn_leaks_nothing(
+    spawn_window: list[Callable[[], None]],
+) -> None:
+    """Stall the loop right after the spawn starts, cancel the caller: 20 times, no leak."""
+    for _ in range(20):
+        marker = f"1000.{uuid.uuid4().int % 10**9}"
+        entered: list[bool] = []
+        with anyio.fail_after(10), anyio.CancelScope() as scope:
+
+            def stall_and_cancel(marker: str = marker, scope: anyio.CancelScope = scope) -> None:
+                stall_until_started(marker)
+                scope.cancel()
+
+            spawn_window[:] = [stall_and_cancel]
+            async with open_managed_process(background_argv(marker)):
+                entered.append(True)
+        assert scope.cancelled_caught
+        assert entered == []
+        assert marked_processes(marker) == []
+        assert live_descendants() == []
+
+
+HOST = """
+import sys
+import anyio
+from subagent_core import _containment, open_managed_process
+
+def stall():
+    sys.stdout.write("window\\n")
+    sys.stdout.flush()
+    sys.stdin.readline()  # SIGINT lands while the loop is stalled here
+
+_containment.request_listeners.append(stall)
+
+async def main():
+    async with open_managed_process(sys.argv[1:], stdin="devnull", stdout="devnull"):
+        sys.stdout.write("entered\\n")
+        sys.stdout.flush()
+        await anyio.sleep_forever()
+
+anyio.run(main)
+"""
+
+
+async def test_sigint_inside_the_spawn_ends_the_host_and_leaks_nothing() -> None:
+    for _ in range(20):
+        marker = f"1000.{uuid.uuid4().int % 10**9}"
+        with anyio.fail_after(30):
+            host = await anyio.open_process(
+                [sys.executable, "-c", HOST, *background_argv(marker)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+            async with host:
+                assert host.stdout is not None
+                assert host.stdin is not None
+                line = await BufferedByteReceiveStream(host.stdout).receive_until(b"\n", 64)
+                assert line == b"window"
+                host.send_signal(signal.SIGINT)
+                await host.stdin.send(b"\n")
+                with anyio.fail_after(5):
+                    code = await host.wait()
+            assert code != 0  # KeyboardInterrupt
+            assert marked_processes(marker) == []
+
+
+PARENT = """
+import sys
+import anyio
+from subagent_core import open_managed_process
+
+async def main():
+    async with open_managed_process(sys.argv[1:]) as first:
+        async with open_managed_process(sys.argv[1:]) as second:
+            pids = []
+            for proc in (first, second):
+                pids.append(await anyio.streams.buffered.BufferedByteReceiveStream(
+                    proc.stdout).receive_until(b"\\n", 200))
+            sys.stdout.write(" ".join(p.decode() for p in pids) + "\\n")
+            sys.stdout.flush()
+            await anyio.sleep_forever()
+
+import anyio.streams.buffered
+anyio.run(main)
+"""
+
+
+async def test_sigkill_of_the_owner_ends_every_tree_within_two_seconds(
+    child: ChildArgv,
+) -> None:
+    with anyio.fail_after(30):
+        parent = await anyio.open_process(
+            [sys.executable, "-c", PARENT, *child("deaf_with_escapees")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        async with parent:
+            assert parent.stdout is not None
+            line = await BufferedByteReceiveStream(parent.stdout).receive_until(b"\n", 400)
+            pids = [int(part) for part in line.split()]
+            assert len(pids) == 6
+            assert alive(pids) == pids
+            # Everything the parent started, its guards included.
+            below = [proc.pid for proc in psutil.Process(parent.pid).children(recursive=True)]
+            assert set(pids) <= set(below)
+            parent.kill()
+            await parent.wait()
+            with anyio.fail_after(2):
+                await poll_until(lambda: alive(below) == [])
