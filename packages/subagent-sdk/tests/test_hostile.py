@@ -154,3 +154,21 @@ async def test_a_write_blocked_past_its_bound_ends_the_connection(tmp_path: Path
             assert client.closed
             with pytest.raises(TransportClosedError):
                 await client.request("echo")
+
+
+async def test_a_grandchild_holding_stdout_does_not_keep_the_run_from_settling(
+    hostile: Hostile, tmp_path: Path
+) -> None:
+    """The leader exits with 3 while its grandchild keeps stdout open: the client fails its
+    waiters on the leader's exit and the run settles as a process exit, with the figures."""
+    with anyio.fail_after(30):
+        result, disposed = await _run(hostile("orphan-stdout"), tmp_path)
+    assert result == SubagentResult(
+        stop_reason="error",
+        output="partial",
+        diagnostic=(
+            "Subagent failure (provider: dsh-sdk; stage: session-run; category: transport; "
+            "exit code: 3)"
+        ),
+    )
+    assert disposed is None
