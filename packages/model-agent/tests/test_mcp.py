@@ -19,9 +19,11 @@ from model_agent import (
     AgentConfig,
     AgentResult,
     MCPHTTPServer,
+    MCPServer,
     MCPStdioServer,
     Mode,
     ModelEndpoint,
+    ToolStarted,
 )
 from model_agent.testing import (
     MCPTestServerBehaviour,
@@ -29,6 +31,7 @@ from model_agent.testing import (
     mcp_test_server_command,
     open_scripted_model_server,
 )
+from subagent_core import CancelSignal, LineReader, open_managed_process
 
 READ = "notes__read_note"
 WRITE = "notes__write_marker"
@@ -51,7 +54,7 @@ def notes_server(
 def config(
     server: ScriptedModelServer,
     workspace: Path,
-    mcp: Sequence[MCPStdioServer],
+    mcp: Sequence[MCPServer],
     *,
     mode: Mode = "execute",
     **overrides: Any,
@@ -301,3 +304,81 @@ def test_server_names_and_settings_are_validated_with_fixed_text() -> None:
     twice = (MCPStdioServer(name="s", command="x"), MCPStdioServer(name="s", command="y"))
     with pytest.raises(ValueError, match="two MCP servers share a name"):
         AgentConfig(endpoint=endpoint, workspace=Path(os.getcwd()), mcp_servers=twice)
+
+
+async def test_a_streamable_http_server_offers_its_tools_and_answers_calls(
+    workspace: Path,
+) -> None:
+    command, *args = mcp_test_server_command(http=True)
+    script = [
+        {
+            "match": "[parent]",
+            "replies": [calls(("web__read_note", {"name": "remote"})), answer("done")],
+        }
+    ]
+    with anyio.fail_after(TIMEOUT_SECONDS):
+        async with open_managed_process(
+            [command, *args], stderr="devnull", eof_grace_seconds=0.1
+        ) as process:
+            assert process.stdout is not None
+            url = (await LineReader(process.stdout).receive_line()).decode()
+            web = MCPHTTPServer(name="web", url=url, headers={"Authorization": "Bearer t"})
+            async with open_scripted_model_server({"rules": script}) as server:
+                agent = Agent(config(server, workspace, [web]))
+                result = await agent.run("[parent] go")
+    assert (result.status, result.output) == ("completed", "done")
+    first, second = server.requests
+    assert offered(first)[-2:] == ["web__read_note", "web__write_marker"]
+    assert tool_messages(second) == ["note remote: all good"]
+
+
+async def test_a_parent_cancel_ends_a_hung_call_at_once_and_stops_the_server(
+    workspace: Path,
+) -> None:
+    cancel = CancelSignal()
+    started = anyio.Event()
+    script = [
+        {
+            "match": "[parent]",
+            "replies": [calls((READ, {"name": "a"})), answer("never")],
+        }
+    ]
+
+    def observe(event: object) -> None:
+        if isinstance(event, ToolStarted):
+            started.set()
+
+    async with open_scripted_model_server({"rules": script}) as server:
+        agent = Agent(config(server, workspace, [notes_server("hang")]), observer=observe)
+        with anyio.fail_after(TIMEOUT_SECONDS):
+            async with anyio.create_task_group() as group:
+
+                async def cancel_once_started() -> None:
+                    await started.wait()
+                    cancel.cancel()
+
+                group.start_soon(cancel_once_started)
+                result = await agent.run("[parent] go", cancel)
+    assert result.status == "cancelled"
+    (entry,) = [entry for entry in result.activity if entry.kind == "tool"]
+    assert entry.text == "tool call was cancelled"
+
+
+async def test_each_run_lists_the_tools_anew_and_a_crash_does_not_outlive_its_run(
+    workspace: Path, process_leak_guard: list[int]
+) -> None:
+    script = [
+        {
+            "match": "[parent]",
+            "replies": [calls((READ, {"name": "a"})), answer("first"), answer("second")],
+        }
+    ]
+    async with open_scripted_model_server({"rules": script}) as server:
+        agent = Agent(config(server, workspace, [notes_server("crash")]))
+        with anyio.fail_after(TIMEOUT_SECONDS):
+            first = await agent.run("[parent] go")
+            second = await agent.run("[parent] again")
+    assert (first.status, second.status) == ("completed", "completed")
+    # The crashed server was not reused: the second run started (and listed) a new one.
+    assert len(process_leak_guard) == 2
+    assert READ in offered(server.requests[-1])

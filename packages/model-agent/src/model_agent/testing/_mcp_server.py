@@ -6,7 +6,8 @@ called: `hang` (never answers), `flood` (endless stdout bytes without a newline)
 (exits at once) or `grandchild` (starts a `setsid` grandchild holding the protocol's stdout,
 writes its pid to `--pid-file`, then never answers).
 
-    python -m model_agent.testing._mcp_server [--pid-file FILE] [--behaviour normal|hang|flood|crash|grandchild]
+    python -m model_agent.testing._mcp_server [--pid-file FILE] [--http]
+        [--behaviour normal|hang|flood|crash|grandchild]
 
 `mcp_test_server_command()` gives that argv for the current interpreter (importing it does
 not import the MCP SDK).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -34,12 +36,18 @@ _FLOOD_CHUNK = b"x" * 65536
 
 
 def mcp_test_server_command(
-    behaviour: Behaviour = "normal", *, pid_file: Path | None = None
+    behaviour: Behaviour = "normal", *, pid_file: Path | None = None, http: bool = False
 ) -> tuple[str, ...]:
-    """The argv that starts the test MCP server with `behaviour` under this interpreter."""
+    """The argv that starts the test MCP server with `behaviour` under this interpreter.
+
+    With `http`, it serves streamable HTTP on 127.0.0.1 (an ephemeral port) instead of stdio
+    and prints its endpoint URL as the first stdout line.
+    """
     argv = [sys.executable, "-m", "model_agent.testing._mcp_server", "--behaviour", behaviour]
     if pid_file is not None:
         argv += ["--pid-file", str(pid_file)]
+    if http:
+        argv.append("--http")
     return tuple(argv)
 
 
@@ -89,12 +97,34 @@ async def _misbehave(behaviour: Behaviour, pid_file: Path | None, wire: int) -> 
         await anyio.sleep_forever()
 
 
+def serve_http(server: MCPServer) -> None:
+    """Serves `server` over streamable HTTP on 127.0.0.1 until interrupted; prints its URL."""
+    # uvicorn comes with the MCP SDK, which serves HTTP with it too; the socket is bound here
+    # so the ephemeral port is known before the first request.
+    import uvicorn
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    print(f"http://127.0.0.1:{port}/mcp", flush=True)
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    anyio.run(lambda: uvicorn.Server(config).serve([listener]))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serves the test MCP server on stdio until its stdin closes."""
+    """Serves the test MCP server on stdio until its stdin closes (or HTTP with `--http`)."""
     parser = argparse.ArgumentParser(prog="python -m model_agent.testing._mcp_server")
     parser.add_argument("--behaviour", choices=BEHAVIOURS, default="normal")
     parser.add_argument("--pid-file", type=Path, default=None)
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP on 127.0.0.1")
     args = parser.parse_args(argv)
+    if args.http:
+        try:
+            serve_http(build_server(args.behaviour, args.pid_file))
+        except KeyboardInterrupt:
+            pass
+        return 0
     wire = os.dup(1)
     build_server(args.behaviour, args.pid_file, wire=wire).run("stdio")
     return 0

@@ -1,0 +1,144 @@
+"""What the model sees of an MCP tool result, and the call-time checks of an MCP tool (no I/O)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from mcp import types
+from model_agent import Mode, RequestContext, Space, ToolOutcome
+from model_agent._mcp_client import MCPConnection, MCPToolSpec, render_result
+from model_agent._mcp_tools import MCPTool, offered_mcp_tools
+from subagent_core import CancelSignal
+
+
+def test_text_blocks_are_joined_and_an_error_result_stays_tool_output() -> None:
+    result = types.CallToolResult(
+        content=[types.TextContent(text="first"), types.TextContent(text="second")],
+        is_error=True,
+    )
+    assert render_result(result) == ToolOutcome("first\nsecond", is_error=True)
+
+
+def test_media_is_described_never_passed_raw() -> None:
+    png = base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
+    result = types.CallToolResult(
+        content=[
+            types.ImageContent(data=png, mime_type="image/png"),
+            types.AudioContent(data=base64.b64encode(b"abc").decode(), mime_type="audio/wav"),
+            types.EmbeddedResource(
+                resource=types.BlobResourceContents(
+                    uri="file:///x.bin", blob=base64.b64encode(b"12345678").decode()
+                )
+            ),
+            types.EmbeddedResource(
+                resource=types.TextResourceContents(uri="file:///x.txt", text="inline text")
+            ),
+            types.ResourceLink(uri="file:///linked.txt", name="linked"),
+        ]
+    )
+    assert render_result(result).content == (
+        "[image: image/png, 100 bytes]\n"
+        "[audio: audio/wav, 3 bytes]\n"
+        "[resource: application/octet-stream, 8 bytes]\n"
+        "inline text\n"
+        "[resource link: file:///linked.txt]"
+    )
+
+
+def test_structured_content_is_shown_as_json_only_without_text() -> None:
+    only = types.CallToolResult(content=[], structured_content={"count": 2, "name": "é"})
+    assert render_result(only).content == '{"count": 2, "name": "é"}'
+    both = types.CallToolResult(
+        content=[types.TextContent(text='{"count": 2}')], structured_content={"count": 2}
+    )
+    assert render_result(both).content == '{"count": 2}'
+    empty = types.CallToolResult(content=[])
+    assert render_result(empty).content == "(the tool returned no content)"
+
+
+def test_a_huge_result_keeps_head_and_tail_like_process_output() -> None:
+    text = "a" * 20_000 + "é" * 10_000 + "z" * 20_000
+    rendered = render_result(types.CallToolResult(content=[types.TextContent(text=text)]))
+    total = len(text.encode())
+    head, marker_and_tail = rendered.content.split("\n[… ", 1)
+    assert head == "a" * 16384
+    omitted, tail = marker_and_tail.split(" bytes omitted …]\n", 1)
+    assert tail == "z" * 16384
+    assert int(omitted) == total - 2 * 16384
+
+
+class _Connection:
+    """Stands in for a live connection: records the calls that reach the server."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Mapping[str, Any]]] = []
+
+    async def call(
+        self, remote_name: str, arguments: Mapping[str, Any], cancel: CancelSignal
+    ) -> ToolOutcome:
+        self.calls.append((remote_name, arguments))
+        return ToolOutcome("ok")
+
+
+def _tool(connection: _Connection, *, read_only: bool) -> MCPTool:
+    spec = MCPToolSpec(
+        name="s__t",
+        remote_name="t",
+        description="d",
+        parameters={"type": "object"},
+        read_only=read_only,
+    )
+    return MCPTool(cast(MCPConnection, connection), spec)
+
+
+def _context(mode: Mode, space: Space = "local") -> RequestContext:
+    return RequestContext(
+        runtime="model",
+        mode=mode,
+        space=space,
+        depth=0,
+        workspace=Path("/"),
+        workspace_identity=(0, 0),
+        shell=None,
+        tool_names=("s__t",),
+        cancel=CancelSignal(),
+    )
+
+
+async def test_a_writing_tool_refuses_an_ask_call_even_when_reached() -> None:
+    connection = _Connection()
+    outcome = await _tool(connection, read_only=False).call({}, _context("ask"))
+    assert outcome == ToolOutcome(
+        "tool call rejected: s__t is not read-only and not available in ask mode", is_error=True
+    )
+    assert connection.calls == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "read_only"), [("ask", True), ("execute", True), ("execute", False)]
+)
+async def test_allowed_calls_reach_the_server(mode: Mode, read_only: bool) -> None:
+    connection = _Connection()
+    outcome = await _tool(connection, read_only=read_only).call({"a": 1}, _context(mode))
+    assert outcome == ToolOutcome("ok")
+    assert connection.calls == [("t", {"a": 1})]
+
+
+async def test_no_mcp_call_runs_in_the_ssh_space() -> None:
+    connection = _Connection()
+    outcome = await _tool(connection, read_only=True).call({}, _context("ask", "ssh"))
+    assert outcome.is_error
+    assert connection.calls == []
+
+
+def test_ask_offers_read_only_tools_and_execute_offers_all() -> None:
+    reader = _tool(_Connection(), read_only=True)
+    writer = _tool(_Connection(), read_only=False)
+    assert offered_mcp_tools((reader, writer), "ask") == (reader,)
+    assert offered_mcp_tools((reader, writer), "execute") == (reader, writer)
+    assert writer.needs_approval
+    assert not reader.needs_approval
