@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._bounded_text import DEFAULT_MAX_OUTPUT_BYTES
 from ._mcp_config import MCPServer, check_mcp_servers
+from ._sse import DEFAULT_MAX_EVENT_BYTES
 from ._tool import ApprovalCallback, Mode, Runtime, Space, Tool
 
 DEFAULT_BASE_URL = "https://api.deepseek.com"
@@ -36,6 +38,20 @@ class ModelEndpoint:
     retry_statuses: frozenset[int] = frozenset()
     """HTTP statuses the operator opts in to retrying (empty: 429 and 5xx fail at once)."""
     max_tokens: int | None = None
+    """Sent as the request's `max_tokens` when set."""
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+    """Largest stream event (all its `data:` lines) or line read; past it the request fails
+    with `event-too-large` and the event is not kept."""
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    """Most UTF-8 bytes kept of one round's answer text, and of its reasoning: past it the
+    text is cut at a character boundary and ends with `OUTPUT_CUT_MARKER`; the round (tool
+    calls, finish reason, usage) is otherwise unchanged."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_event_bytes", "max_output_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer")
 
     @classmethod
     def from_env(

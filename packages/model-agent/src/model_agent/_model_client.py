@@ -111,7 +111,7 @@ class ModelClient:
         while True:
             if cancel.cancelled:
                 raise ModelRequestError("cancelled", reason=None, retries=retries)
-            accumulator = RoundAccumulator()
+            accumulator = RoundAccumulator(max_output_bytes=self._endpoint.max_output_bytes)
             failure = await self._attempt(body, accumulator, cancel, observer)
             if cancel.cancelled:
                 raise ModelRequestError(

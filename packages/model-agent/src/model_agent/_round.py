@@ -8,6 +8,8 @@ from typing import Any, cast
 
 from subagent_core import Usage
 
+from ._bounded_text import DEFAULT_MAX_OUTPUT_BYTES, BoundedText
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -39,9 +41,9 @@ class RoundAccumulator:
 
     __slots__ = ("_calls", "_content", "_reasoning", "finish_reason", "shown", "usage")
 
-    def __init__(self) -> None:
-        self._content: list[str] = []
-        self._reasoning: list[str] = []
+    def __init__(self, *, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> None:
+        self._content = BoundedText(max_output_bytes)
+        self._reasoning = BoundedText(max_output_bytes)
         self._calls: dict[int, list[str]] = {}
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
@@ -75,12 +77,10 @@ class RoundAccumulator:
                 delta = cast(Mapping[str, Any], delta)
                 content = delta.get("content")
                 if isinstance(content, str) and content:
-                    self._content.append(content)
-                    text_delta += content
+                    text_delta += self._content.add(content)
                 reasoning = delta.get("reasoning_content")
                 if isinstance(reasoning, str) and reasoning:
-                    self._reasoning.append(reasoning)
-                    reasoning_delta += reasoning
+                    reasoning_delta += self._reasoning.add(reasoning)
                 calls = delta.get("tool_calls")
                 if calls is not None:
                     self._add_calls(calls)
@@ -120,12 +120,12 @@ class RoundAccumulator:
     @property
     def content(self) -> str:
         """The answer text received so far."""
-        return "".join(self._content)
+        return self._content.text
 
     @property
     def reasoning(self) -> str | None:
         """The reasoning received so far, or None when there was none."""
-        return "".join(self._reasoning) if self._reasoning else None
+        return None if self._reasoning.empty else self._reasoning.text
 
     def result(self) -> ModelRound:
         """The finished round; calls in index order, a missing id replaced by a stable one."""

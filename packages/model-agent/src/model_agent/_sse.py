@@ -7,22 +7,34 @@ progress), other fields ignored. Lines end with `\\n`, `\\r\\n` or `\\r`.
 
 from __future__ import annotations
 
-MAX_LINE_BYTES = 8 * 1024 * 1024
-"""A longer line is a malformed stream, not a reason to grow memory without bound."""
+DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
+"""Largest event (all its `data:` lines together) or line a stream may send."""
 
 
 class SSEFormatError(Exception):
-    """The byte stream cannot be framed as SSE (a line longer than `MAX_LINE_BYTES`)."""
+    """The byte stream cannot be framed as SSE within its bounds."""
+
+
+class EventTooLargeError(SSEFormatError):
+    """One event's data, or one line, passed `max_event_bytes` (what was read is dropped)."""
 
 
 class SSEDecoder:
-    """Incremental decoder; `feed` returns the payloads of the events completed so far."""
+    """Incremental decoder; `feed` returns the payloads of the events completed so far.
 
-    __slots__ = ("_buffer", "_data", "_pending_cr")
+    Memory stays within about `max_event_bytes` plus one fed chunk: an unterminated line or
+    an event of many `data:` lines past the bound raises `EventTooLargeError`.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_buffer", "_data", "_data_bytes", "_max_event_bytes", "_pending_cr", "_scanned")
+
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._max_event_bytes = max_event_bytes
         self._buffer = bytearray()
+        self._scanned = 0
+        """Bytes of `_buffer` already searched for a line end."""
         self._data: list[str] | None = None
+        self._data_bytes = 0
         self._pending_cr = False
 
     def feed(self, chunk: bytes) -> list[str]:
@@ -35,7 +47,8 @@ class SSEDecoder:
         start = 0
         buffer = self._buffer
         while True:
-            end = _line_end(buffer, start)
+            end = _line_end(buffer, max(start, self._scanned))
+            self._scanned = 0
             if end < 0:
                 break
             line = bytes(buffer[start:end])
@@ -49,8 +62,9 @@ class SSEDecoder:
                 start = end + 1
             self._line(line, payloads)
         del buffer[:start]
-        if len(buffer) > MAX_LINE_BYTES:
-            raise SSEFormatError
+        if len(buffer) > self._max_event_bytes:
+            raise EventTooLargeError
+        self._scanned = len(buffer)
         return payloads
 
     def _line(self, line: bytes, payloads: list[str]) -> None:
@@ -67,6 +81,11 @@ class SSEDecoder:
         if name == b"data":
             if self._data is None:
                 self._data = []
+                self._data_bytes = 0
+            self._data_bytes += len(value) + 1
+            if self._data_bytes > self._max_event_bytes:
+                self._data = None
+                raise EventTooLargeError
             self._data.append(value.decode("utf-8", errors="replace"))
 
     def flush(self) -> list[str]:

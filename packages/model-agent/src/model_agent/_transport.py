@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from ._config import ModelEndpoint
-from ._sse import SSEDecoder, SSEFormatError
+from ._sse import EventTooLargeError, SSEDecoder, SSEFormatError
 
 if TYPE_CHECKING:
     import httpx
@@ -158,7 +158,10 @@ class HTTPTransport:
                 # A whole JSON document instead of a stream: not something a retry fixes.
                 await _discard_body(response)
                 raise AttemptFailure("not-a-stream", transient=False)
-            return await _read_events(response, on_chunk, first_deadline, timeouts.idle_seconds)
+            decoder = SSEDecoder(max_event_bytes=endpoint.max_event_bytes)
+            return await _read_events(
+                response, decoder, on_chunk, first_deadline, timeouts.idle_seconds
+            )
         finally:
             if response is not None:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(2):
@@ -166,10 +169,13 @@ class HTTPTransport:
 
 
 async def _read_events(
-    response: httpx.Response, on_chunk: ChunkHandler, first_deadline: float, idle: float
+    response: httpx.Response,
+    decoder: SSEDecoder,
+    on_chunk: ChunkHandler,
+    first_deadline: float,
+    idle: float,
 ) -> bool:
     """Feeds every event to `on_chunk`; True at `[DONE]`, False when the body just ended."""
-    decoder = SSEDecoder()
     chunks = cast(AsyncGenerator[bytes], response.aiter_bytes())
     first = True
     try:
@@ -188,6 +194,8 @@ async def _read_events(
             first = False
             try:
                 payloads = decoder.feed(chunk)
+            except EventTooLargeError:
+                raise AttemptFailure("event-too-large", transient=False) from None
             except SSEFormatError:
                 raise AttemptFailure("malformed-stream", transient=False) from None
             for payload in payloads:

@@ -57,6 +57,8 @@ class Reply:
     keepalives: int = 0
     done: bool = True
     times: int = 1
+    flood_text_bytes: int = 0
+    flood_event_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,8 @@ _KNOWN = frozenset(
         "keepalives",
         "done",
         "times",
+        "flood_text_bytes",
+        "flood_event_bytes",
     }
 )
 
@@ -211,6 +215,8 @@ def _reply(raw: object, where: str) -> Reply:
         keepalives=integer("keepalives", 0, 0),
         done=done,
         times=integer("times", 1, 1),
+        flood_text_bytes=integer("flood_text_bytes", 0, 0),
+        flood_event_bytes=integer("flood_event_bytes", 0, 0),
     )
 
 

@@ -259,8 +259,15 @@ class ScriptedModelServer:
         await frames.chunk({"role": "assistant", "content": ""}, pace=False)
         for piece in _split(reply.reasoning, reply.reasoning_chunks):
             await frames.chunk({"reasoning_content": piece})
+        if reply.flood_event_bytes:
+            await frames.flood_event(reply.flood_event_bytes)
         for piece in _split(reply.text, reply.chunks):
             await frames.chunk({"content": piece})
+        sent = 0
+        while sent < reply.flood_text_bytes:
+            piece = _FLOOD_PIECE[: reply.flood_text_bytes - sent]
+            await frames.chunk({"content": piece})
+            sent += len(piece)
         if reply.drop == "after-text":
             raise _Drop(reset=reply.reset)
         if reply.hang == "after-text":
@@ -350,11 +357,22 @@ class _Frames:
         }
         await self.raw(b"data: " + json.dumps(payload).encode() + b"\n\n")
 
+    async def flood_event(self, total: int) -> None:
+        """One event of `total` bytes of `data:` lines (64 KiB each), generated as it goes."""
+        line = b"data: " + _FLOOD_PIECE.encode() + b"\n"
+        sent = 0
+        while sent < total:
+            await self.raw(line * 16)
+            sent += 16 * len(line)
+        await self.raw(b"\n")
+
     async def end(self) -> None:
         await self._stream.send(b"0\r\n\r\n")
 
 
 _TOKEN_KEYS = ("prompt_tokens", "completion_tokens")
+_FLOOD_PIECE = "x" * 65536
+"""What a flood repeats: the size of one network read, so the server holds only this."""
 
 
 def _split(text: str, parts: int) -> list[str]:
