@@ -73,9 +73,23 @@ class Wire:
 
 
 @asynccontextmanager
-async def open_runtime(base_url: str, workspace: Path, *extra: str) -> AsyncIterator[Wire]:
+async def open_runtime(
+    base_url: str, workspace: Path, *extra: str, state_dir: Path | None = None
+) -> AsyncIterator[Wire]:
+    # Sessions are stored per id: a private state dir keeps test ids like "s1" apart.
+    state = state_dir if state_dir is not None else workspace.parent / "state"
     async with open_managed_process(
-        [sys.executable, "-m", "harness", "sdk-runtime", "--base-url", base_url, *extra],
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "sdk-runtime",
+            "--base-url",
+            base_url,
+            "--state-dir",
+            str(state),
+            *extra,
+        ],
         cwd=workspace,
         env=child_env({}),
         eof_grace_seconds=5.0,
@@ -208,10 +222,8 @@ async def test_a_refusal_is_blocked_and_a_length_finish_is_max_tokens(
 
 
 async def test_prompts_to_one_session_queue(scripted_model: Any, workspace: Path) -> None:
-    rules = [
-        {"match": "first", "replies": [{"text": "one"}]},
-        {"match": "second", "replies": [{"text": "two"}]},
-    ]
+    # The second prompt continues the session, so its request still starts with "first".
+    rules = [{"match": "first", "replies": [{"text": "one"}, {"text": "two"}]}]
     with anyio.fail_after(60):
         async with (
             scripted_model(rules) as server,
@@ -328,3 +340,69 @@ async def test_ending_the_runtime_mid_turn_stops_the_command(
             outcome = await _exit(wire)
     assert outcome == ProcessOutcome(0, None)
     assert process_gone(pid)
+
+
+def _texts(request: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (m["role"], m["content"])
+        for m in request["messages"]
+        if m["role"] in ("user", "assistant") and m.get("content")
+    ]
+
+
+async def _ask(wire: Wire, session_id: str, text: str) -> None:
+    await wire.send(
+        "session/prompt",
+        {"sessionId": session_id, "contentBlocks": [{"type": "text", "text": text}]},
+    )
+    await wire.idle(session_id)
+
+
+async def test_a_session_continues_its_conversation_across_a_restart(
+    scripted_model: Any, workspace: Path, tmp_path: Path
+) -> None:
+    rules = [
+        {
+            "match": "my number is 41",
+            "replies": [{"text": "Noted."}, {"text": "42."}, {"text": "43."}],
+        }
+    ]
+    state = tmp_path / "sdk-state"
+    with anyio.fail_after(90):
+        async with scripted_model(rules) as server:
+            async with open_runtime(server.base_url, workspace, state_dir=state) as wire:
+                await _initialize(wire, workspace)
+                await _ask(wire, "s1", "my number is 41")
+                await _ask(wire, "s1", "add one")
+                assert _texts(server.requests[-1]) == [
+                    ("user", "my number is 41"),
+                    ("assistant", "Noted."),
+                    ("user", "add one"),
+                ]
+                await wire.process.close_stdin()
+                assert await _exit(wire) == ProcessOutcome(0, None)
+            async with open_runtime(server.base_url, workspace, state_dir=state) as wire:
+                await _initialize(wire, workspace)
+                await _ask(wire, "s1", "add one more")
+                await wire.process.close_stdin()
+                assert await _exit(wire) == ProcessOutcome(0, None)
+    assert _texts(server.requests[-1]) == [
+        ("user", "my number is 41"),
+        ("assistant", "Noted."),
+        ("user", "add one"),
+        ("assistant", "42."),
+        ("user", "add one more"),
+    ]
+
+
+async def test_an_over_long_line_is_skipped_and_serving_goes_on(
+    scripted_model: Any, workspace: Path
+) -> None:
+    with anyio.fail_after(60):
+        async with scripted_model([]) as server, open_runtime(server.base_url, workspace) as wire:
+            assert wire.process.stdin is not None
+            await wire.process.stdin.send(b"x" * (16 * 1024 * 1024 + 10) + b"\n")
+            init = await _initialize(wire, workspace)
+            assert init["result"]["serverInfo"]["name"] == "deepseek-harness-sdk-runtime"
+            await wire.process.close_stdin()
+            assert await _exit(wire) == ProcessOutcome(0, None)

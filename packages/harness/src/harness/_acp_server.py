@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio
+import anyio.abc
 from acp import PROTOCOL_VERSION, RequestError
 from acp.core import AgentSideConnection
 from acp.helpers import (
@@ -89,15 +90,15 @@ from model_agent import (
     ToolEnded,
     ToolStarted,
 )
-from subagent_core import CancelSignal
+from subagent_core import CancelSignal, open_stdio_streams
 
+from ._agent_server_stdio import stdin_lines
 from ._agent_server_tools import ASKS_APPROVAL, MAX_OUTPUT_CHARS, ToolView, cut, describe
 from ._config import API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
 from ._conversation import Conversation
 from ._endpoint import ResolvedEndpoint
 from ._session_store import SessionMode as ModeId
 from ._session_store import SessionStore, StoredSession, TranscriptEntry
-from ._stdio import StdioLines
 from ._version import VERSION
 
 _log = logging.getLogger("harness.acp_agent")
@@ -761,19 +762,23 @@ async def _watch_signals(agent: HarnessACPAgent, scope: anyio.CancelScope) -> No
 
 
 class _StdioTransport:
-    """The SDK's message-level `Transport` over our stdio lines (bounded frames)."""
+    """The SDK's message-level `Transport` over our stdin/stdout (bounded input lines)."""
 
-    def __init__(self, stdio: StdioLines) -> None:
-        self._stdio = stdio
-        self._lock = anyio.Lock()
+    def __init__(
+        self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream
+    ) -> None:
+        self._lines = stdin_lines(receive)
+        self._send = send
 
     async def send(self, message: dict[str, Any]) -> None:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-        async with self._lock:
-            await self._stdio.write(data)
+        try:
+            await self._send.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            _log.debug("dropping an outgoing message: stdout is gone")
 
     async def receive(self) -> dict[str, Any] | None:
-        while (line := await self._stdio.receive_line()) is not None:
+        async for line in self._lines:
             try:
                 message = json.loads(line)
             except (ValueError, UnicodeDecodeError):
@@ -784,27 +789,30 @@ class _StdioTransport:
         return None
 
     async def close(self) -> None:
-        self._stdio.close()
+        """stdin and stdout belong to `open_stdio_streams`, which restores them on exit."""
 
 
 async def _serve(agent: HarnessACPAgent) -> None:
-    stdio = await StdioLines.open()
-    conn = AgentSideConnection(
-        cast(Any, agent), _StdioTransport(stdio), listening=False, use_unstable_protocol=True
-    )
-    async with anyio.create_task_group() as tg:
+    async with open_stdio_streams() as (receive, send):
+        conn = AgentSideConnection(
+            cast(Any, agent),
+            _StdioTransport(receive, send),
+            listening=False,
+            use_unstable_protocol=True,
+        )
+        async with anyio.create_task_group() as tg:
 
-        async def listen() -> None:
-            await conn.listen()
-            tg.cancel_scope.cancel()
+            async def listen() -> None:
+                await conn.listen()
+                tg.cancel_scope.cancel()
 
-        tg.start_soon(listen)
-        tg.start_soon(_watch_signals, agent, tg.cancel_scope)
-    agent.cancel_all()
-    with anyio.move_on_after(SHUTDOWN_GRACE_SECONDS, shield=True):
-        await agent.wait_idle()
-    with anyio.move_on_after(2.0, shield=True):
-        await conn.close()
+            tg.start_soon(listen)
+            tg.start_soon(_watch_signals, agent, tg.cancel_scope)
+        agent.cancel_all()
+        with anyio.move_on_after(SHUTDOWN_GRACE_SECONDS, shield=True):
+            await agent.wait_idle()
+        with anyio.move_on_after(2.0, shield=True):
+            await conn.close()
 
 
 def serve_acp(

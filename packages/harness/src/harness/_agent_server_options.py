@@ -11,6 +11,7 @@ StateDirOption = Annotated[
     Path | None,
     typer.Option(
         "--state-dir",
+        envvar="HARNESS_STATE_DIR",
         help=(
             "Where sessions are kept so a restarted server continues them "
             "(default: the user's XDG state directory, e.g. ~/.local/state/harness)."

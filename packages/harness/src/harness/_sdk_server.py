@@ -23,7 +23,6 @@ from typing import Literal
 import anyio
 import anyio.abc
 from model_agent import (
-    Agent,
     AgentEvent,
     AgentStatus,
     ChildEnded,
@@ -33,12 +32,13 @@ from model_agent import (
     ToolEnded,
     ToolStarted,
 )
-from subagent_core import CancelSignal
+from subagent_core import CancelSignal, open_stdio_streams
 from subagent_sdk import wire
 
-from ._agent_factory import agent_config
+from ._agent_server_stdio import stdin_lines
+from ._conversation import Conversation
 from ._endpoint import ResolvedEndpoint
-from ._session_store import now_iso
+from ._session_store import SessionStore, StoredSession, now_iso
 from ._version import VERSION
 
 _log = logging.getLogger("harness.sdk_runtime")
@@ -75,6 +75,8 @@ def _child_stop_reason(status: str) -> str:
 @dataclass(slots=True)
 class _Session:
     id: str
+    conversation: Conversation | None = None
+    """Loaded (or created) when the session's first turn starts."""
     seq: int = 0
     queue: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     """Waiting prompts: (messageId, text)."""
@@ -92,8 +94,10 @@ class SDKRuntime:
         mode: Literal["ask", "execute"],
         max_steps: int,
         writer: wire.FrameWriter,
+        store: SessionStore,
     ) -> None:
         self._endpoint = endpoint
+        self._store = store
         self._mode: Literal["ask", "execute"] = mode
         self._max_steps = max_steps
         self._writer = writer
@@ -240,17 +244,14 @@ class SDKRuntime:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
 
-        config = agent_config(
-            self._endpoint, workspace=self._workspace, mode=self._mode, max_steps=self._max_steps
-        )
-        agent = Agent(config, observer=observe)
+        conversation = await self._conversation(session)
         status: AgentStatus | None = None
         output = ""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._forward_events, session, receive)
             with send:
                 try:
-                    result = await agent.run(text, self._cancel)
+                    result = await conversation.run(text, self._cancel, observe)
                     status, output = result.status, result.output
                     if result.status == "failed":
                         _log.warning("turn failed in session %s: %s", session.id, result.error)
@@ -270,6 +271,28 @@ class SDKRuntime:
         await self._event(
             session, wire.EVENT_TURN_END, {"turnId": turn_id, "reason": turn_end_reason(status)}
         )
+
+    async def _conversation(self, session: _Session) -> Conversation:
+        """The session's conversation: continued from the store when this id was seen before.
+
+        The runtime's current cwd, mode and model (from `initialize`) apply to every turn.
+        """
+        conversation = session.conversation
+        if conversation is None:
+            stored = await self._store.load(session.id) or StoredSession(
+                session_id=session.id,
+                cwd=self._workspace,
+                mode=self._mode,
+                model=self._endpoint.model,
+            )
+            conversation = Conversation(
+                stored, store=self._store, endpoint=self._endpoint, max_steps=self._max_steps
+            )
+            session.conversation = conversation
+        conversation.set_endpoint(self._endpoint)
+        stored = conversation.stored
+        stored.cwd, stored.mode, stored.model = self._workspace, self._mode, self._endpoint.model
+        return conversation
 
     async def _forward_events(
         self, session: _Session, receive: anyio.abc.ObjectReceiveStream[AgentEvent]
@@ -336,11 +359,11 @@ class SDKRuntime:
                 session.wake.set()
         self._stop.set()
 
-    async def serve(self, reader: wire.FrameReader) -> None:
+    async def serve(self, receive: anyio.abc.ByteReceiveStream) -> None:
         """Reads requests until `shutdown`, EOF or a signal; then waits (bounded) for turns."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            tg.start_soon(self._read, reader)
+            tg.start_soon(self._read, receive)
             tg.start_soon(self._watch_signals)
             await self._stop.wait()
             if self._turns:
@@ -348,15 +371,13 @@ class SDKRuntime:
                     await self._turns_done.wait()
             tg.cancel_scope.cancel()
 
-    async def _read(self, reader: wire.FrameReader) -> None:
-        try:
-            async for frame in reader:
-                if isinstance(frame, wire.Request):
-                    # Inline, in arrival order: `shutdown` is answered before anything after it,
-                    # and a prompt read after it is refused with the runtime's text.
-                    await self.handle(frame)
-        except (wire.FrameTooLargeError, anyio.BrokenResourceError):
-            _log.warning("stdin carried a frame over the limit; stopping")
+    async def _read(self, receive: anyio.abc.ByteReceiveStream) -> None:
+        async for line in stdin_lines(receive):
+            frame = wire.parse_frame(line)
+            if isinstance(frame, wire.Request):
+                # Inline, in arrival order: `shutdown` is answered before anything after it,
+                # and a prompt read after it is refused with the runtime's text.
+                await self.handle(frame)
         self.begin_shutdown()
 
     async def _watch_signals(self) -> None:
@@ -371,19 +392,26 @@ class SDKRuntime:
 
 
 async def _serve(
-    endpoint: ResolvedEndpoint, mode: Literal["ask", "execute"], max_steps: int
+    endpoint: ResolvedEndpoint, mode: Literal["ask", "execute"], max_steps: int, state_dir: Path
 ) -> None:
-    async with wire.open_stdio() as (receive, send):
+    async with open_stdio_streams() as (receive, send):
         runtime = SDKRuntime(
-            endpoint=endpoint, mode=mode, max_steps=max_steps, writer=wire.FrameWriter(send)
+            endpoint=endpoint,
+            mode=mode,
+            max_steps=max_steps,
+            writer=wire.FrameWriter(send),
+            store=SessionStore(state_dir, "sdk"),
         )
-        await runtime.serve(wire.FrameReader(receive))
+        await runtime.serve(receive)
 
 
 def serve_sdk(
-    *, endpoint: ResolvedEndpoint, mode: Literal["ask", "execute"], max_steps: int
+    *,
+    endpoint: ResolvedEndpoint,
+    mode: Literal["ask", "execute"],
+    max_steps: int,
+    state_dir: Path,
 ) -> int:
     """Serves until `shutdown`, stdin EOF or SIGTERM; returns the exit code (0)."""
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    anyio.run(_serve, endpoint, mode, max_steps, backend="asyncio")
+    anyio.run(_serve, endpoint, mode, max_steps, state_dir, backend="asyncio")
     return 0

@@ -6,6 +6,13 @@ from typing import Annotated
 
 import typer
 
+from harness._agent_server_options import (
+    LogFileOption,
+    StateDirOption,
+    VerboseOption,
+    prepare_server,
+)
+
 from ._options import BaseURLOption, ConfigOption, ModeChoice, ModelOption
 from ._support import cli_errors
 
@@ -20,12 +27,16 @@ def sdk_runtime(
     base_url: BaseURLOption = None,
     max_steps: Annotated[int, typer.Option(min=1, help="Model rounds per prompt.")] = 50,
     config: ConfigOption = None,
+    state_dir: StateDirOption = None,
+    verbose: VerboseOption = False,
+    log_file: LogFileOption = None,
 ) -> None:
     """Serve the direct-model agent over the DeepSeek Harness SDK protocol on stdio.
 
     Wire-compatible with the SDK runtime: newline-delimited JSON-RPC, session/prompt receipts,
     session.event envelopes, session.status, subagent.started/finished for in-process
-    children. shutdown, stdin EOF or SIGTERM end it with exit 0. A failed turn ends with
+    children. A session keeps its conversation across prompts and restarts (stored under
+    --state-dir). shutdown, stdin EOF or SIGTERM end it with exit 0. A failed turn ends with
     turn/end {kind: "error"}.
     """
     from pathlib import Path
@@ -36,4 +47,7 @@ def sdk_runtime(
 
     settings = load_config(config, workspace=Path.cwd())
     endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
-    raise typer.Exit(serve_sdk(endpoint=endpoint, mode=mode.value, max_steps=max_steps))
+    state = prepare_server(state_dir=state_dir, verbose=verbose, log_file=log_file)
+    raise typer.Exit(
+        serve_sdk(endpoint=endpoint, mode=mode.value, max_steps=max_steps, state_dir=state)
+    )
