@@ -18,7 +18,6 @@ from typing import Protocol
 
 from rich.console import Console, Group
 from rich.live import Live
-from rich.markup import escape
 from rich.spinner import Spinner
 from rich.text import Text
 from subagent_core import (
@@ -62,13 +61,38 @@ class JSONView:
         pass
 
 
+class ToolCalls:
+    """Merges a call's updates: an update that omits the title or kind keeps the earlier one."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, ToolCallEvent] = {}
+
+    def merge(self, event: SubagentEvent) -> SubagentEvent:
+        if not isinstance(event, ToolCallEvent):
+            return event
+        before = self._known.get(event.call_id)
+        if before is not None:
+            event = ToolCallEvent(
+                call_id=event.call_id,
+                kind=event.kind or before.kind,
+                status=event.status or before.status,
+                title=event.title or before.title,
+                exit_code=event.exit_code if event.exit_code is not None else before.exit_code,
+            )
+        if len(self._known) < 10_000 or event.call_id in self._known:  # bounded memory
+            self._known[event.call_id] = event
+        return event
+
+
 class PlainView:
     """Plain stderr lines, for logs and pipes; the answer itself waits for the result."""
 
     def __init__(self, *, show_thinking: bool) -> None:
         self._show_thinking = show_thinking
+        self._calls = ToolCalls()
 
     def show(self, event: SubagentEvent) -> None:
+        event = self._calls.merge(event)
         line = _describe(event)
         if isinstance(event, ThoughtChunk) and self._show_thinking:
             sys.stderr.write(screen_text(event.text))
@@ -89,12 +113,14 @@ class LiveView:
         self._answer = ""
         self._thought = ""
         self._status = "waiting for the child"
+        self._calls = ToolCalls()
         self._live = Live(
             self._render(), console=self._console, refresh_per_second=10, transient=True
         )
         self._live.start()
 
     def show(self, event: SubagentEvent) -> None:
+        event = self._calls.merge(event)
         if isinstance(event, MessageChunk):
             self._answer += screen_text(event.text)
             self._status = "answering"
@@ -145,8 +171,3 @@ def _describe(event: SubagentEvent) -> str | None:
     if isinstance(event, EventsDropped):
         return f"({event.count} events dropped: the display fell behind)"
     return None
-
-
-def plain_escape(text: str) -> str:
-    """`text` for rich markup, control codes removed."""
-    return escape(screen_text(text))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from ._config import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL, MODEL_ENV, ModelSettings
 from ._exit import UsageError
@@ -48,9 +49,13 @@ def resolve_endpoint(
     Raises:
         MissingKeyError: the endpoint is the real DeepSeek API and no key is set. Other
             endpoints (a local server, the scripted model) may run without a key.
+        UsageError: the base URL is not an http(s) URL with a host.
     """
     env = os.environ if environ is None else environ
     url = base_url or env.get(BASE_URL_ENV) or settings.base_url
+    parsed = urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise UsageError(f"the base URL must be an http:// or https:// URL with a host: {url!r}")
     name = model or env.get(MODEL_ENV) or settings.model
     key = env.get(API_KEY_ENV) or None
     if key is None and url.rstrip("/") == DEFAULT_BASE_URL:

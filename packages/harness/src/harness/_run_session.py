@@ -21,6 +21,7 @@ import anyio
 from model_agent import (
     Agent,
     AgentEvent,
+    ChildEnded,
     ChildStarted,
     ReasoningDelta,
     Retrying,
@@ -143,9 +144,10 @@ async def _run(
             err.print(
                 f"[magenta]⇢ child {event.child_id[:8]} started[/]: {escape(event.description)}"
             )
-        else:
+        elif isinstance(event, ChildEnded):
             end_text()
             err.print(f"[magenta]⇠ child {event.child_id[:8]} {event.status}[/]")
+        # Anything else (a child's own streaming, events added later) is not shown here.
 
     cancel = CancelSignal()
     agent = Agent(

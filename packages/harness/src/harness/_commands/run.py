@@ -55,13 +55,15 @@ def run(
     """
     from harness._config import load_config
     from harness._endpoint import resolve_endpoint
-    from harness._run_session import run_prompt
 
     root = workspace_path(workspace)
     settings = load_config(config, workspace=root)
     endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
+    text = read_prompt(prompt)
+    from harness._run_session import run_prompt
+
     code = run_prompt(
-        read_prompt(prompt),
+        text,
         endpoint=endpoint,
         workspace=root,
         mode=mode.value,
