@@ -18,6 +18,7 @@ from subagent_core import (
     SubagentResult,
     SubagentStartError,
 )
+from subagent_core.testing import poll_until
 from subagent_sdk import InitializeResult, RunTranscript, SDKConfig, SDKProvider
 from subagent_sdk.testing import FakeScript
 
@@ -55,9 +56,8 @@ async def start_error(provider: SDKProvider, request: SubagentRequest) -> Subage
 
 
 async def wait_for_file(path: Path) -> None:
-    # The fake writes a marker file when it reaches its hang point; poll it (bounded by caller).
-    while not await anyio.Path(path).exists():  # noqa: ASYNC110
-        await anyio.sleep(0.01)
+    # The fake writes a marker file when it reaches its hang point (bounded by the caller).
+    await poll_until(path.exists)
 
 
 @pytest.mark.parametrize(

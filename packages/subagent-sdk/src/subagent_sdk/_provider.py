@@ -17,6 +17,7 @@ import anyio
 from subagent_core import (
     NO_CAPABILITIES,
     Capabilities,
+    EventBuffer,
     OwnedTask,
     SubagentRequest,
     SubagentResult,
@@ -170,9 +171,14 @@ class _SDKRun(SubagentRun):
         self._provider = provider
         self._client = client
         self._request = request
+        self._buffer = EventBuffer()
+        self._events = self._buffer
         # A fresh session only this run prompts: a receipt for another message cannot be ours.
         self._transcript = RunTranscript(
-            new_session_id(), max_output_bytes=max_output_bytes, sole_prompt=True
+            new_session_id(),
+            max_output_bytes=max_output_bytes,
+            sole_prompt=True,
+            on_event=self._buffer.publish,
         )
         self._settled = anyio.Event()
         self._result: SubagentResult | None = None
@@ -184,6 +190,7 @@ class _SDKRun(SubagentRun):
     def _settle(self, result: SubagentResult) -> None:
         if self._result is None:
             self._result = result
+            self._buffer.close()
             self._settled.set()
 
     def _settle_aborted(self) -> None:

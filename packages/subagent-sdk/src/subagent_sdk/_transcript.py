@@ -1,6 +1,16 @@
-"""What one owned run collects: from the prompt's receipt until its root session is idle."""
+"""What one owned run collects: from the prompt's receipt until its root session is idle.
+
+The same attribution decides the run's live events: only the root session's activity inside a
+turn after the receipt becomes `subagent_core` events (text deltas → `MessageChunk`, reasoning
+deltas → `ThoughtChunk`, `tool/call` / `tool/result` → `ToolCallEvent`; a final message whose
+text was not streamed → one `MessageChunk`). Publishing never waits and never changes the result.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+
+from subagent_core import MessageChunk, SubagentEvent, ThoughtChunk, ToolCallEvent
 
 from ._errors import SDKProtocolError
 from ._framing import Notification
@@ -9,6 +19,8 @@ from ._wire import (
     EVENT_ASSISTANT_CHUNK,
     EVENT_ASSISTANT_MESSAGE,
     EVENT_INBOX_SPLICED,
+    EVENT_TOOL_CALL,
+    EVENT_TOOL_RESULT,
     EVENT_TURN_END,
     EVENT_TURN_START,
     SESSION_EVENT,
@@ -30,7 +42,8 @@ class RunTranscript:
 
     With `sole_prompt=True` (a session that only this run prompts) a root receipt event that
     does not carry this prompt's `messageId` is a protocol error instead of a wait that could
-    never end.
+    never end. `on_event` receives the run's activity as `subagent_core` events; it must not
+    block (an `EventBuffer.publish`).
     """
 
     def __init__(
@@ -39,6 +52,7 @@ class RunTranscript:
         *,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         sole_prompt: bool = False,
+        on_event: Callable[[SubagentEvent], None] | None = None,
     ) -> None:
         self.session_id = session_id
         """The root session this run prompted."""
@@ -55,6 +69,8 @@ class RunTranscript:
         self._deltas = OutputAccumulator(max_output_bytes)
         self._last_message: str | None = None
         self._in_turn = True
+        self._on_event = on_event
+        self._streamed = False
 
     @property
     def delta_text(self) -> str:
@@ -103,6 +119,10 @@ class RunTranscript:
         elif self._sole_prompt:
             raise SDKProtocolError("malformed SDK prompt receipt")
 
+    def _publish(self, event: SubagentEvent) -> None:
+        if self._on_event is not None:
+            self._on_event(event)
+
     def _take_event(self, event: SessionEvent) -> None:
         if event.type == EVENT_TURN_START:
             self._in_turn = True
@@ -113,10 +133,39 @@ class RunTranscript:
             # After the turn end nothing is output (nor read), until a new turn starts.
             return
         elif event.type == EVENT_ASSISTANT_CHUNK:
-            text = event.chunk_text()
-            if text is not None:
-                self._deltas.add(text)
+            self._take_chunk(event)
         elif event.type == EVENT_ASSISTANT_MESSAGE:
             text = event.message_text()
             if text:
                 self._last_message = bound_output(text, self._max_output_bytes)
+                if not self._streamed:
+                    self._publish(MessageChunk(text=text))
+            self._streamed = False
+        elif event.type in (EVENT_TOOL_CALL, EVENT_TOOL_RESULT):
+            self._take_tool(event)
+
+    def _take_chunk(self, event: SessionEvent) -> None:
+        kind, text = event.chunk()
+        if text is None:
+            return
+        if kind == "text-delta":
+            self._deltas.add(text)
+            self._streamed = True
+            self._publish(MessageChunk(text=text))
+        elif kind == "reasoning-delta":
+            self._publish(ThoughtChunk(text=text))
+
+    def _take_tool(self, event: SessionEvent) -> None:
+        # Tool events only feed the live view, so a malformed one is skipped, never fatal.
+        call_id = event.data.get("callId")
+        if not isinstance(call_id, str):
+            return
+        if event.type == EVENT_TOOL_CALL:
+            name = event.data.get("name")
+            title = name if isinstance(name, str) else None
+            self._publish(ToolCallEvent(call_id=call_id, status="in_progress", title=title))
+        else:
+            failed = event.data.get("isError") is True
+            self._publish(
+                ToolCallEvent(call_id=call_id, status="failed" if failed else "completed")
+            )

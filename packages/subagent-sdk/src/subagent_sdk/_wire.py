@@ -9,7 +9,7 @@ error text for the `-32603` answer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal, get_args
+from typing import Final, Literal, cast, get_args
 
 from ._errors import SDKProtocolError
 from ._json import JSONObject, JSONValue, as_object
@@ -319,15 +319,22 @@ class SessionEvent:
 
         Raises: SDKProtocolError: no chunk object, or a text delta without string text.
         """
+        kind, text = self.chunk()
+        return text if kind == "text-delta" else None
+
+    def chunk(self) -> tuple[str, str | None]:
+        """`assistant/chunk`: the chunk's type (`text-delta`, `reasoning-delta`, …) and its
+        text when it is a string.
+
+        Raises: SDKProtocolError: no chunk object, or a text delta without string text.
+        """
         chunk = as_object(self.data.get("chunk"))
         if chunk is None or not isinstance(chunk.get("type"), str):
             raise _protocol("assistant chunk")
-        if chunk["type"] != "text-delta":
-            return None
-        text = chunk.get("text")
-        if not isinstance(text, str):
+        kind, text = cast(str, chunk["type"]), chunk.get("text")
+        if kind == "text-delta" and not isinstance(text, str):
             raise _protocol("assistant chunk")
-        return text
+        return kind, text if isinstance(text, str) else None
 
     def message_text(self) -> str:
         """`assistant/message`: the concatenated text blocks (may be empty).

@@ -7,6 +7,7 @@ It answers `initialize` normally. On `session/prompt`:
   message ids and splices the first (or the second) before a normal turn.
 - `big-answer BYTES`: streams BYTES of text as 64 KiB `text-delta`s, no final message.
 - `orphan-stdout`: streams one delta, starts a grandchild holding stdout open, exits with 3.
+- `many-deltas N`: streams N one-character `text-delta`s, then a completed turn.
 """
 
 import json
@@ -80,6 +81,15 @@ def prompt(request_id, session):
         chunk = "x" * 65536
         for _ in range(int(arg) // len(chunk)):
             delta(session, chunk)
+        event(session, "turn/end", {"reason": {"kind": "completed"}})
+        status(session, "idle")
+    elif mode == "many-deltas":
+        answer(request_id, {"messageId": "m-1"})
+        status(session, "running")
+        event(session, "agent/inbox/spliced", {"inserted": [{"id": "m-1", "role": "user"}]})
+        event(session, "turn/start", {})
+        for _ in range(int(arg)):
+            delta(session, "x")
         event(session, "turn/end", {"reason": {"kind": "completed"}})
         status(session, "idle")
     elif mode == "orphan-stdout":

@@ -18,6 +18,8 @@ from subagent_sdk.wire import (
     EVENT_ASSISTANT_CHUNK,
     EVENT_ASSISTANT_MESSAGE,
     EVENT_INBOX_SPLICED,
+    EVENT_TOOL_CALL,
+    EVENT_TOOL_RESULT,
     EVENT_TURN_END,
     EVENT_TURN_START,
     INITIALIZE,
@@ -286,6 +288,7 @@ class _Runtime:
         if script.malformed_event:
             await self.notify(SESSION_EVENT, {"sessionId": session, "event": "not an envelope"})
         answer = self.answer()
+        await self.activity(session)
         await self.deltas(session, answer)
         if script.subagent is not None:
             await self.child(session)
@@ -310,6 +313,25 @@ class _Runtime:
             )
             await self.final_message(session, late)
         await self.status(session, "idle")
+
+    async def activity(self, session: str) -> None:
+        """The scripted reasoning delta and tool calls (each call, then its result)."""
+        script = self.script
+        if script.reasoning is not None:
+            chunk: JSONObject = {"type": "reasoning-delta", "text": script.reasoning}
+            await self.event(session, EVENT_ASSISTANT_CHUNK, {"chunk": chunk})
+        for number, tool in enumerate(script.tools, start=1):
+            call_id, name = f"call-{number}", str(tool.get("name", "tool"))
+            await self.event(
+                session, EVENT_TOOL_CALL, {"callId": call_id, "name": name, "arguments": {}}
+            )
+            result: JSONObject = {
+                "callId": call_id,
+                "name": name,
+                "content": str(tool.get("content", "")),
+                "isError": bool(tool.get("is_error", False)),
+            }
+            await self.event(session, EVENT_TOOL_RESULT, result)
 
     async def deltas(self, session: str, answer: str) -> None:
         count = self.script.deltas

@@ -24,6 +24,10 @@ def _no_names() -> list[str]:
     return []
 
 
+def _no_tools() -> list[dict[str, Any]]:
+    return []
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FakeScript:
     """What the fake runtime does; see the package README for each knob."""
@@ -48,6 +52,8 @@ class FakeScript:
     go_file: str | None = None
     stream_before_receipt: str | None = None
     stream_after_turn_end: str | None = None
+    reasoning: str | None = None
+    tools: list[dict[str, Any]] = field(default_factory=_no_tools)
     stderr: str | None = None
     exit_before_initialize: int | None = None
     exit_during_prompt: int | None = None
