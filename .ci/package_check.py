@@ -23,7 +23,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_TIMEOUT_SECONDS = 180
-SDIST_TOP_LEVEL = {"src", "tests", "README.md", "LICENSE", "pyproject.toml", "PKG-INFO"}
+SDIST_TOP_LEVEL = {
+    "src",
+    "tests",
+    "README.md",
+    "LICENSE",
+    "pyproject.toml",
+    "PKG-INFO",
+    ".gitignore",
+}
 """Everything an sdist may hold at its top level; anything else (notes, caches) fails."""
 METADATA_FIELDS = ("License-Expression:", "Author:", "Keywords:", "Classifier:")
 _MARKER = "<!-- package-check -->"

@@ -135,3 +135,49 @@ def test_a_missing_explicit_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(tmp_path / "nope.toml")
     assert "does not exist" in str(caught.value)
+
+
+def test_mcp_tables_are_read(tmp_path: Path) -> None:
+    from harness._config import MCPServerSettings
+
+    config = parse_config(
+        {
+            "mcp": {
+                "files": {"command": "uvx", "args": ["srv"], "env": {"T": "${TOKEN}"}},
+                "docs": {"url": "https://host/mcp", "headers": {"A": "Bearer ${KEY}"}},
+            }
+        },
+        path=tmp_path / "harness.toml",
+    )
+    assert config.mcp == (
+        MCPServerSettings(name="files", command="uvx", args=("srv",), env={"T": "${TOKEN}"}),
+        MCPServerSettings(name="docs", url="https://host/mcp", headers={"A": "Bearer ${KEY}"}),
+    )
+    assert config.mcp[1].resolved({"KEY": "k"}) == ({}, {"A": "Bearer k"})
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ({"x": {}}, "mcp.x"),
+        ({"x": {"url": "ftp://h"}}, "mcp.x.url"),
+        ({"x": {"command": "c", "url_": 1}}, "mcp.x.url_"),
+        ({"x": {"command": "c", "env": {"A": "${bad-name}"}}}, "mcp.x.env.A"),
+    ],
+)
+def test_a_bad_mcp_table_names_its_key(table: dict[str, object], key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"mcp": table})
+    assert caught.value.key == key
+
+
+def test_an_unset_reference_names_the_key_not_a_value(tmp_path: Path) -> None:
+    path = tmp_path / "harness.toml"
+    config = parse_config(
+        {"providers": {"p": {"kind": "acp", "command": "c", "env": {"K": "${NOPE}"}}}}, path=path
+    )
+    with pytest.raises(ConfigError) as caught:
+        config.providers[0].resolved_env({})
+    assert str(caught.value) == (
+        f"{path}: providers.p.env.K: references ${{NOPE}}, which is not set in the environment"
+    )

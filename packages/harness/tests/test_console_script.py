@@ -413,3 +413,49 @@ async def test_delegate_plain_shows_a_line_per_tool_call(tmp_path: Path) -> None
         "plan: 0/1 steps done",
         "stop reason: completed",
     ]
+
+
+# -- MCP servers for `harness run` -----------------------------------------------------------
+
+
+def _mcp_rules(token: str) -> dict[str, Any]:
+    call = {"name": "notes__read_note", "arguments": {"name": "todo"}}
+    return {"rules": [{"match": token, "replies": [{"tool_calls": [call]}, {"text": "read it"}]}]}
+
+
+async def test_run_uses_an_mcp_server_from_the_flag(tmp_path: Path) -> None:
+    from model_agent.testing import mcp_test_server_command
+
+    command = " ".join(mcp_test_server_command())
+    async with open_scripted_model_server(_mcp_rules("MCP-FLAG")) as server:
+        args = ["run", "-w", str(tmp_path), "--base-url", server.base_url]
+        code, out, err = await _harness([*args, "--mcp", f"notes={command}", "MCP-FLAG"])
+    assert (code, out) == (0, "read it\n"), err
+    assert "notes__read_note" in err
+    assert "note todo: all good" in err
+
+
+async def test_run_uses_the_mcp_table_of_harness_toml(tmp_path: Path) -> None:
+    from model_agent.testing import mcp_test_server_command
+
+    command, *args = mcp_test_server_command()
+    (tmp_path / "harness.toml").write_text(
+        f"[mcp.notes]\ncommand = {json.dumps(command)}\nargs = {json.dumps(args)}\n"
+        'env = { NOTE_TOKEN = "${PARENT_NOTE_TOKEN}" }\n',
+        encoding="utf-8",
+    )
+    async with open_scripted_model_server(_mcp_rules("MCP-TOML")) as server:
+        code, out, err = await _harness(
+            ["run", "-w", str(tmp_path), "--base-url", server.base_url, "MCP-TOML"],
+            env={"PARENT_NOTE_TOKEN": "t"},
+        )
+    assert (code, out) == (0, "read it\n"), err
+    assert "note todo: all good" in err
+
+
+async def test_a_bad_mcp_flag_is_exit_2(tmp_path: Path) -> None:
+    code, _, err = await _harness(
+        ["run", "-w", str(tmp_path), "--base-url", "http://127.0.0.1:9", "--mcp", "nope", "hi"]
+    )
+    assert code == 2
+    assert err == 'harness: --mcp: expected NAME=URL or "NAME=COMMAND [ARGS...]"\n'

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from model_agent import AgentConfig, ApprovalCallback, ModelEndpoint
+from model_agent import (
+    AgentConfig,
+    ApprovalCallback,
+    MCPHTTPServer,
+    MCPServer,
+    MCPStdioServer,
+    ModelEndpoint,
+)
 
+from ._config import MCPServerSettings
 from ._endpoint import ResolvedEndpoint
+from ._exit import UsageError
 
 
 def model_endpoint(endpoint: ResolvedEndpoint) -> ModelEndpoint:
@@ -28,12 +38,50 @@ def agent_config(
     mode: Literal["ask", "execute"],
     max_steps: int = 50,
     approve: ApprovalCallback | None = None,
+    mcp: Sequence[MCPServerSettings] = (),
 ) -> AgentConfig:
-    """A top-level (depth 0) direct-model agent working in `workspace`."""
-    return AgentConfig(
-        endpoint=model_endpoint(endpoint),
-        workspace=workspace,
-        mode=mode,
-        max_steps=max_steps,
-        approve=approve,
-    )
+    """A top-level (depth 0) direct-model agent working in `workspace`.
+
+    Raises:
+        UsageError: an MCP server's settings are invalid or reference an unset variable.
+    """
+    servers = mcp_servers(mcp)
+    try:
+        return AgentConfig(
+            endpoint=model_endpoint(endpoint),
+            workspace=workspace,
+            mode=mode,
+            max_steps=max_steps,
+            approve=approve,
+            mcp_servers=servers,
+        )
+    except ValueError as error:
+        raise UsageError(f"mcp: {error}") from None
+
+
+def mcp_servers(settings: Sequence[MCPServerSettings]) -> tuple[MCPServer, ...]:
+    """model-agent's server descriptions, `${VAR}` references resolved now (at run start).
+
+    Raises:
+        UsageError: a server is invalid (the message names it) or references an unset variable.
+    """
+    servers: list[MCPServer] = []
+    for item in settings:
+        env, headers = item.resolved()
+        try:
+            if item.url is not None:
+                servers.append(MCPHTTPServer(name=item.name, url=item.url, headers=headers))
+            else:
+                assert item.command is not None  # the parser requires command or url
+                servers.append(
+                    MCPStdioServer(
+                        name=item.name,
+                        command=item.command,
+                        args=item.args,
+                        env=env,
+                        cwd=item.cwd,
+                    )
+                )
+        except ValueError as error:
+            raise UsageError(f"mcp.{item.name}: {error}") from None
+    return tuple(servers)

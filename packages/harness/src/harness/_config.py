@@ -107,22 +107,71 @@ class ProviderSettings:
         Raises:
             ConfigError: a referenced variable is not set (the error names it, never a value).
         """
-        parent = os.environ if environ is None else environ
-        resolved: dict[str, str] = {}
-        for key, value in self.env.items():
+        return resolve_references(
+            self.env, f"providers.{self.name}.env", source=self.source, environ=environ
+        )
 
-            def substitute(match: re.Match[str], key: str = key) -> str:
-                name = match.group(1)
-                if name not in parent:
-                    raise ConfigError(
-                        f"providers.{self.name}.env.{key}",
-                        f"references ${{{name}}}, which is not set in the environment",
-                        file=self.source,
-                    )
-                return parent[name]
 
-            resolved[key] = _REFERENCE.sub(substitute, value)
-        return resolved
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MCPServerSettings:
+    """One `[mcp.<name>]` table (or `--mcp` flag): a stdio command or a streamable HTTP URL."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Explicit server variables as written: `${VAR}` references resolve at spawn time."""
+    cwd: Path | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    """HTTP headers as written: `${VAR}` references resolve when the run starts."""
+    source: Path | None = field(default=None, compare=False)
+
+    def resolved(
+        self, environ: Mapping[str, str] | None = None
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """(`env`, `headers`) with every `${VAR}` replaced from `environ`.
+
+        Raises:
+            ConfigError: a referenced variable is not set.
+        """
+        prefix = f"mcp.{self.name}"
+        return (
+            resolve_references(self.env, f"{prefix}.env", source=self.source, environ=environ),
+            resolve_references(
+                self.headers, f"{prefix}.headers", source=self.source, environ=environ
+            ),
+        )
+
+
+def resolve_references(
+    values: Mapping[str, str],
+    prefix: str,
+    *,
+    source: Path | None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """`values` with every `${VAR}` replaced from `environ` (default: this process's).
+
+    Raises:
+        ConfigError: a referenced variable is not set (the error names it, never a value).
+    """
+    parent = os.environ if environ is None else environ
+    resolved: dict[str, str] = {}
+    for key, value in values.items():
+
+        def substitute(match: re.Match[str], key: str = key) -> str:
+            name = match.group(1)
+            if name not in parent:
+                raise ConfigError(
+                    f"{prefix}.{key}",
+                    f"references ${{{name}}}, which is not set in the environment",
+                    file=source,
+                )
+            return parent[name]
+
+        resolved[key] = _REFERENCE.sub(substitute, value)
+    return resolved
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,6 +180,8 @@ class HarnessConfig:
 
     model: ModelSettings = field(default_factory=ModelSettings)
     providers: tuple[ProviderSettings, ...] = ()
+    mcp: tuple[MCPServerSettings, ...] = ()
+    """MCP servers every `harness run` connects (their tools are offered as `<name>__<tool>`)."""
     path: Path | None = None
 
     def provider(self, name: str) -> ProviderSettings | None:
@@ -212,8 +263,10 @@ def parse_config(raw: Mapping[str, object], *, path: Path | None = None) -> Harn
 
 def _parse(raw: Mapping[str, object], path: Path | None) -> HarnessConfig:
     for key in raw:
-        if key not in ("model", "providers"):
-            raise ConfigError(key, "unknown key (expected [model] and [providers.<name>])")
+        if key not in ("model", "providers", "mcp"):
+            raise ConfigError(
+                key, "unknown key (expected [model], [providers.<name>] and [mcp.<name>])"
+            )
     base = path.resolve().parent if path is not None else Path.cwd()
     model = _model(_table(raw.get("model", {}), "model"))
     providers_raw = _table(raw.get("providers", {}), "providers")
@@ -221,7 +274,12 @@ def _parse(raw: Mapping[str, object], path: Path | None) -> HarnessConfig:
         _provider(name, _table(value, f"providers.{name}"), base, path)
         for name, value in providers_raw.items()
     )
-    return HarnessConfig(model=model, providers=providers, path=path)
+    mcp_raw = _table(raw.get("mcp", {}), "mcp")
+    mcp = tuple(
+        _mcp_server(name, _table(value, f"mcp.{name}"), base, path)
+        for name, value in mcp_raw.items()
+    )
+    return HarnessConfig(model=model, providers=providers, mcp=mcp, path=path)
 
 
 def _table(value: object, key: str) -> dict[str, object]:
@@ -265,14 +323,7 @@ def _provider(
         raise ConfigError(f"{prefix}.command", "is required (the program to start)")
     cwd_text = _optional_string(table, "cwd", prefix)
     cwd = None if cwd_text is None else (base / cwd_text).resolve()
-    env = _table(table.get("env", {}), f"{prefix}.env")
-    for env_key, env_value in env.items():
-        if not isinstance(env_value, str):
-            raise ConfigError(f"{prefix}.env.{env_key}", "must be a string")
-        if "${" in _REFERENCE.sub("", env_value):
-            raise ConfigError(
-                f"{prefix}.env.{env_key}", "a reference must read ${NAME} (letters, digits, _)"
-            )
+    env = _string_table(table, "env", prefix)
     permission = _string(table, "permission", prefix, "reject")
     if permission not in ("allow", "reject"):
         raise ConfigError(f"{prefix}.permission", 'must be "allow" or "reject"')
@@ -282,7 +333,7 @@ def _provider(
         command=command,
         args=tuple(_list(table, "args", prefix, item=str)),
         cwd=cwd,
-        env=cast(dict[str, str], env),
+        env=env,
         permission=permission,
         sdk_provider=_string(table, "provider", prefix, "deepseek-official"),
         sdk_model=_string(table, "model", prefix, DEFAULT_MODEL),
@@ -292,6 +343,70 @@ def _provider(
         dispose_kill_grace_seconds=_seconds(table, "dispose_kill_grace_seconds", prefix, 3.0),
         source=source,
     )
+
+
+_MCP_STDIO_KEYS = {"command", "args", "env", "cwd"}
+_MCP_HTTP_KEYS = {"url", "headers"}
+
+
+def _mcp_server(
+    name: str, table: dict[str, object], base: Path, source: Path | None
+) -> MCPServerSettings:
+    prefix = f"mcp.{name}"
+    if "url" in table:
+        _reject_unknown(table, _MCP_HTTP_KEYS, prefix)
+        url = _optional_string(table, "url", prefix)
+        if url is None or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{prefix}.url", "must be an http:// or https:// URL")
+        return MCPServerSettings(
+            name=name, url=url, headers=_string_table(table, "headers", prefix), source=source
+        )
+    _reject_unknown(table, _MCP_STDIO_KEYS, prefix)
+    command = _optional_string(table, "command", prefix)
+    if command is None:
+        raise ConfigError(prefix, "needs command (a stdio server) or url (streamable HTTP)")
+    cwd_text = _optional_string(table, "cwd", prefix)
+    return MCPServerSettings(
+        name=name,
+        command=command,
+        args=tuple(_list(table, "args", prefix, item=str)),
+        env=_string_table(table, "env", prefix),
+        cwd=None if cwd_text is None else (base / cwd_text).resolve(),
+        source=source,
+    )
+
+
+def parse_mcp_flag(value: str) -> MCPServerSettings:
+    """`--mcp NAME=URL` (streamable HTTP) or `--mcp "NAME=COMMAND [ARGS…]"` (stdio, shell-split).
+
+    Raises:
+        UsageError: the value is not of either form.
+    """
+    import shlex
+
+    name, sep, rest = value.partition("=")
+    if not sep or not name.strip() or not rest.strip():
+        raise UsageError('--mcp: expected NAME=URL or "NAME=COMMAND [ARGS...]"')
+    if rest.startswith(("http://", "https://")):
+        return MCPServerSettings(name=name, url=rest)
+    try:
+        argv = shlex.split(rest)
+    except ValueError:
+        raise UsageError(f"--mcp {name}: the command line has unbalanced quotes") from None
+    return MCPServerSettings(name=name, command=argv[0], args=tuple(argv[1:]))
+
+
+def _string_table(table: Mapping[str, object], key: str, prefix: str) -> dict[str, str]:
+    """A table of strings whose `${NAME}` references are well formed (resolved later)."""
+    values = _table(table.get(key, {}), f"{prefix}.{key}")
+    for name, value in values.items():
+        if not isinstance(value, str):
+            raise ConfigError(f"{prefix}.{key}.{name}", "must be a string")
+        if "${" in _REFERENCE.sub("", value):
+            raise ConfigError(
+                f"{prefix}.{key}.{name}", "a reference must read ${NAME} (letters, digits, _)"
+            )
+    return cast(dict[str, str], values)
 
 
 def _reject_unknown(table: Mapping[str, object], allowed: set[str], prefix: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +20,7 @@ from typing import Any, Literal
 import anyio
 from model_agent import (
     Agent,
+    AgentConfig,
     AgentEvent,
     ChildEnded,
     ChildStarted,
@@ -34,6 +35,7 @@ from rich.markup import escape
 from subagent_core import CancelSignal
 
 from ._agent_factory import agent_config
+from ._config import MCPServerSettings
 from ._delegate_view import screen_text
 from ._endpoint import ResolvedEndpoint
 from ._exit import EXIT_INCOMPLETE, EXIT_OK, signal_exit_code
@@ -56,23 +58,22 @@ def run_prompt(
     max_steps: int = 50,
     ask: bool = True,
     show_thinking: bool = False,
+    mcp: Sequence[MCPServerSettings] = (),
 ) -> int:
     """Runs the agent once; returns 0 completed, 1 otherwise, 128+N when stopped by signal N.
 
     `ask`: on a terminal, ask before each Execute action (ignored when stdin is not a TTY).
     """
     interactive = ask and sys.stdin.isatty()
-    return anyio.run(
-        _run,
-        prompt,
+    config = agent_config(
         endpoint,
-        workspace,
-        mode,
-        max_steps,
-        interactive,
-        show_thinking,
-        backend="asyncio",
+        workspace=workspace,
+        mode=mode,
+        max_steps=max_steps,
+        approve=ask_on_terminal if interactive and mode == "execute" else None,
+        mcp=mcp,
     )
+    return anyio.run(_run, prompt, config, show_thinking, backend="asyncio")
 
 
 def _action_text(name: str, arguments: Mapping[str, Any]) -> str:
@@ -99,15 +100,7 @@ async def ask_on_terminal(name: str, arguments: Mapping[str, Any]) -> bool:
     return await anyio.to_thread.run_sync(ask, abandon_on_cancel=True)
 
 
-async def _run(
-    prompt: str,
-    endpoint: ResolvedEndpoint,
-    workspace: Path,
-    mode: Literal["ask", "execute"],
-    max_steps: int,
-    interactive: bool,
-    show_thinking: bool,
-) -> int:
+async def _run(prompt: str, config: AgentConfig, show_thinking: bool) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
     tally = _Tally()
 
@@ -150,16 +143,7 @@ async def _run(
         # Anything else (a child's own streaming, events added later) is not shown here.
 
     cancel = CancelSignal()
-    agent = Agent(
-        agent_config(
-            endpoint,
-            workspace=workspace,
-            mode=mode,
-            max_steps=max_steps,
-            approve=ask_on_terminal if interactive and mode == "execute" else None,
-        ),
-        observer=observe,
-    )
+    agent = Agent(config, observer=observe)
     async with cancel_on_signals(cancel) as received:
         result = await agent.run(prompt, cancel)
     end_text()

@@ -43,6 +43,16 @@ def run(
         ),
     ] = False,
     show_thinking: ShowThinkingOption = False,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp",
+            help=(
+                'An MCP server for this run: NAME=URL (streamable HTTP) or "NAME=COMMAND ARGS" '
+                "(stdio). Repeatable; adds to (or replaces by name) harness.toml's [mcp.NAME]."
+            ),
+        ),
+    ] = None,
 ) -> None:
     """Run the direct-model agent on PROMPT against a real endpoint.
 
@@ -53,12 +63,16 @@ def run(
     stopped and a summary is printed. Exit 0 when the run completed, 1 when it failed (the
     reason is printed), 2 for a usage error, 130 when interrupted.
     """
-    from harness._config import load_config
+    from harness._config import load_config, parse_mcp_flag
     from harness._endpoint import resolve_endpoint
 
     root = workspace_path(workspace)
     settings = load_config(config, workspace=root)
     endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
+    servers = {item.name: item for item in settings.mcp}
+    for value in mcp or []:
+        flagged = parse_mcp_flag(value)
+        servers[flagged.name] = flagged
     text = read_prompt(prompt)
     from harness._run_session import run_prompt
 
@@ -70,5 +84,6 @@ def run(
         max_steps=max_steps,
         ask=not yes,
         show_thinking=show_thinking,
+        mcp=tuple(servers.values()),
     )
     raise typer.Exit(code)
