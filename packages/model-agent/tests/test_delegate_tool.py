@@ -17,7 +17,16 @@ from model_agent._agent import Agent, AgentResult
 from model_agent._config import AgentConfig, ModelEndpoint
 from model_agent._delegate_queue import DelegateQueue, delegate_queue
 from model_agent._delegate_tool import SubagentDelegateTool, outcome_of
-from model_agent._events import AgentEvent, ChildEnded, ChildStarted, ToolStarted
+from model_agent._events import (
+    AgentEvent,
+    ChildEnded,
+    ChildEvent,
+    ChildStarted,
+    ReasoningDelta,
+    TextDelta,
+    ToolEnded,
+    ToolStarted,
+)
 from model_agent._tool import Mode, RequestContext, ToolOutcome
 from model_agent.testing import ScriptedModelServer, open_scripted_model_server
 from subagent_core import CancelSignal, SubagentRequest, SubagentResult, SubagentRun
@@ -697,3 +706,33 @@ async def test_only_an_execute_parent_lets_its_child_write(
             result = await Agent(config(server, workspace, mode=mode)).run("[parent] go")
     assert result.status == "completed"
     assert [request.allow_writes for request in requests] == [allowed]
+
+
+async def test_the_parents_observer_follows_the_child_live(workspace: Path) -> None:
+    think = {
+        "reasoning": "hmm",
+        "tool_calls": [{"name": "list_directory", "arguments": {"path": "."}, "id": "l1"}],
+    }
+    rules = [
+        {"match": "[parent]", "replies": [delegate("[child] look", "looker"), answer("done")]},
+        {"match": "[child]", "replies": [think, answer("seen")]},
+    ]
+    events: list[AgentEvent] = []
+    async with open_scripted_model_server({"rules": rules}) as server:
+        with anyio.fail_after(30):
+            result = await Agent(config(server, workspace), observer=events.append).run(
+                "[parent] go"
+            )
+    assert result.status == "completed"
+    started = next(e for e in events if isinstance(e, ChildStarted))
+    inside = events[events.index(started) + 1 :]
+    child = [e for e in inside if isinstance(e, ChildEvent)]
+    assert all(e.child_id == started.child_id for e in child)
+    assert [e.event for e in child] == [
+        ReasoningDelta("hmm"),
+        ToolStarted("l1", "list_directory", '{"path": "."}'),
+        ToolEnded("l1", "list_directory", "(empty directory)", False),
+        TextDelta("seen"),
+    ]
+    ended = next(e for e in inside if isinstance(e, ChildEnded))
+    assert inside.index(ended) == len(child)

@@ -24,13 +24,18 @@ from model_agent.testing import ScriptedModelServer, open_scripted_model_server
 from subagent_core import (
     CancelSignal,
     Capabilities,
+    MessageChunk,
     SubagentError,
+    SubagentEvent,
     SubagentProvider,
     SubagentRegistry,
     SubagentRequest,
     SubagentResult,
     SubagentStartError,
+    ThoughtChunk,
+    ToolCallEvent,
     Usage,
+    UsageEvent,
     foreground_text,
     job_outcome,
 )
@@ -337,3 +342,85 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+EVENT_SCRIPT = [
+    {
+        "match": "[child] events",
+        "replies": [
+            {
+                "reasoning": "think",
+                "text": "hello",
+                "chunks": 2,
+                "tool_calls": [
+                    {"name": "process_execute", "arguments": {"command": "exit 3"}, "id": "p1"},
+                    {"name": "read_file", "arguments": {"path": "missing.txt"}, "id": "r1"},
+                ],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2},
+            },
+            {"text": "done", "usage": {"prompt_tokens": 5, "completion_tokens": 3}},
+        ],
+    }
+]
+
+EXPECTED_EVENTS = [
+    ThoughtChunk(text="think"),
+    MessageChunk(text="hel"),
+    MessageChunk(text="lo"),
+    ToolCallEvent(call_id="p1", kind="execute", status="in_progress", title="exit 3"),
+    ToolCallEvent(call_id="p1", kind="execute", status="completed", exit_code=3),
+    ToolCallEvent(call_id="r1", kind="read", status="in_progress", title="read_file missing.txt"),
+    ToolCallEvent(call_id="r1", kind="read", status="failed"),
+    MessageChunk(text="done"),
+    UsageEvent(input_tokens=15, output_tokens=5),
+]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell command")
+@pytest.mark.parametrize("consume", [True, False])
+async def test_events_are_the_childs_loop_in_order_and_do_not_change_the_result(
+    workspace: Path, process_leak_guard: list[int], consume: bool
+) -> None:
+    async with open_scripted_model_server({"rules": EVENT_SCRIPT}) as server:
+        registry = registry_with(ModelProvider(config(server, workspace)))
+        events: list[SubagentEvent] = []
+        with anyio.fail_after(30):
+            run = await registry.start("model", SubagentRequest(prompt="[child] events"))
+            async with run, anyio.create_task_group() as tg:
+                if consume:
+
+                    async def read() -> None:
+                        async for event in run.events():
+                            events.append(event)
+
+                    tg.start_soon(read)
+                result = await run.result()
+            if not consume:
+                events = [event async for event in run.events()]
+    assert result == SubagentResult(
+        stop_reason="completed",
+        output="done",
+        diagnostic=None,
+        usage=Usage(input_tokens=15, output_tokens=5),
+    )
+    assert events == EXPECTED_EVENTS
+    assert len(process_leak_guard) == 1
+
+
+async def test_events_end_when_a_cancelled_run_settles(workspace: Path) -> None:
+    rules = [{"match": "[child]", "replies": [{"text": "partial", "hang": "after-text"}]}]
+    cancel = CancelSignal()
+    async with open_scripted_model_server({"rules": rules}) as server:
+        registry = registry_with(ModelProvider(config(server, workspace)))
+        with anyio.fail_after(30):
+            run = await registry.start("model", SubagentRequest(prompt="[child] x", cancel=cancel))
+            async with run:
+                seen: list[SubagentEvent] = []
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(run.result)
+                    async for event in run.events():
+                        seen.append(event)
+                        cancel.cancel()
+                result = await run.result()
+    assert seen == [MessageChunk(text="partial")]
+    assert result == SubagentResult(stop_reason="aborted", output="partial", diagnostic=None)

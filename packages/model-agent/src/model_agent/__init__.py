@@ -20,6 +20,8 @@ from ._delegate_tool import SubagentDelegateTool as SubagentDelegateTool
 from ._events import AgentEvent as AgentEvent
 from ._events import AgentObserver as AgentObserver
 from ._events import ChildEnded as ChildEnded
+from ._events import ChildEvent as ChildEvent
+from ._events import ChildLoopEvent as ChildLoopEvent
 from ._events import ChildStarted as ChildStarted
 from ._events import ReasoningDelta as ReasoningDelta
 from ._events import Retrying as Retrying
@@ -72,6 +74,8 @@ __all__ = [
     "ApprovalCallback",
     "ChatMessage",
     "ChildEnded",
+    "ChildEvent",
+    "ChildLoopEvent",
     "ChildStarted",
     "DelegateQueue",
     "FailureKind",

@@ -33,7 +33,7 @@ from subagent_core import (
 from ._activity import ActivityEntry
 from ._config import AgentConfig
 from ._delegate_queue import DelegateQueue, QueueFullError, delegate_queue
-from ._events import ChildEnded, ChildStarted
+from ._events import AgentEvent, ChildEnded, ChildEvent, ChildStarted
 from ._model_run import MODEL_PROVIDER, ChildAgentFactory, ChildProvider
 from ._tool import RequestContext, ToolOutcome
 
@@ -233,9 +233,20 @@ class SubagentDelegateTool:
     async def _run_child(self, parsed: DelegateArguments, context: RequestContext) -> ToolOutcome:
         # The parent's cancel reaches the child by the link; the timeout cancels it alone.
         child_cancel = context.cancel.child()
+        child_id = ""
+
+        def forward(event: AgentEvent) -> None:
+            # The parent's observer follows the child live (gated like every parent event).
+            if not isinstance(event, ChildStarted | ChildEnded | ChildEvent):
+                context.emit(ChildEvent(child_id, event))
+
         registry = SubagentRegistry()
         registry.register(
-            ChildProvider(self.child_base_config(context), agent_factory=self._agent_factory)
+            ChildProvider(
+                self.child_base_config(context),
+                agent_factory=self._agent_factory,
+                observer=forward,
+            )
         )
         request = SubagentRequest(
             prompt=parsed.task,
@@ -251,6 +262,7 @@ class SubagentDelegateTool:
             run = await registry.start(MODEL_PROVIDER, request)
         except SubagentStartError:
             return _cancelled_before_start()
+        child_id = run.id
         async with run:
             context.emit(ChildStarted(run.id, parsed.description))
             context.record(

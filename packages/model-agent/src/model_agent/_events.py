@@ -71,7 +71,30 @@ class ChildEnded:
     status: str
 
 
+ChildLoopEvent = TextDelta | ReasoningDelta | Retrying | ToolStarted | ToolEnded
+"""What a delegated child's own loop does (a child never delegates further)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildEvent:
+    """One event of a running in-process child, between its `ChildStarted` and `ChildEnded`.
+
+    The child's text, reasoning, tool arguments and results are the model's words: show them
+    to a human, never put them in a model-visible result of the parent.
+    """
+
+    child_id: str
+    event: ChildLoopEvent
+
+
 AgentEvent = (
-    TextDelta | ReasoningDelta | Retrying | ToolStarted | ToolEnded | ChildStarted | ChildEnded
+    TextDelta
+    | ReasoningDelta
+    | Retrying
+    | ToolStarted
+    | ToolEnded
+    | ChildStarted
+    | ChildEnded
+    | ChildEvent
 )
 AgentObserver = Callable[[AgentEvent], None]

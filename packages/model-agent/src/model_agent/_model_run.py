@@ -29,16 +29,19 @@ import anyio
 from subagent_core import (
     CancelSignal,
     Capabilities,
+    EventBuffer,
     OwnedTask,
     StopReason,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
     SubagentStartError,
+    UsageEvent,
     failure_line,
     new_run_id,
 )
 
+from ._child_events import core_event
 from ._config import AgentConfig
 from ._events import AgentEvent, AgentObserver, TextDelta, ToolStarted
 from ._result import AgentResult
@@ -136,19 +139,24 @@ class ChildProvider:
 
 
 class ShownText:
-    """The answer text shown in the child's current round: the partial output of a cancel.
+    """The observer of a child's events: its run events, and the text of its current round.
 
-    An observer of the child's events; a tool call starting means the round before it ended
-    with tool calls, so the text shown so far no longer counts as an answer (as `Agent.run`
-    reports a cancel during tools with empty output).
+    Every loop event becomes a run event in `events` (the run's bounded buffer; publishing
+    never waits) and goes on to `forward`. The answer text shown in the current round is the
+    partial output of a cancel: a tool call starting means the round before it ended with
+    tool calls, so that text no longer counts as an answer (as `Agent.run` reports a cancel
+    during tools with empty output).
     """
 
     def __init__(self, forward: AgentObserver | None = None) -> None:
         self._forward = forward
         self._parts: list[str] = []
+        self.events = EventBuffer()
+        """The run's activity, as `SubagentRun.events()` yields it."""
 
     @property
     def text(self) -> str:
+        """The answer text shown in the current round."""
         return "".join(self._parts)
 
     def __call__(self, event: AgentEvent) -> None:
@@ -156,6 +164,9 @@ class ShownText:
             self._parts.append(event.text)
         elif isinstance(event, ToolStarted):
             self._parts.clear()
+        published = core_event(event)
+        if published is not None:
+            self.events.publish(published)
         if self._forward is not None:
             self._forward(event)
 
@@ -181,6 +192,7 @@ class ModelRun(SubagentRun):
         self._prompt = prompt
         self._request_cancel = cancel
         self._shown = ShownText() if shown is None else shown
+        self._events = self._shown.events
         # The child stops when the request is cancelled, or alone when the run is disposed.
         self._stop = cancel.child()
         self._settled: SubagentResult | None = None
@@ -213,6 +225,13 @@ class ModelRun(SubagentRun):
         """The child's whole life: the agent's run, then the settlement."""
         try:
             outcome = await self._agent.run(self._prompt, self._stop)
+            if outcome.usage is not None:
+                self._shown.events.publish(
+                    UsageEvent(
+                        input_tokens=outcome.usage.input_tokens,
+                        output_tokens=outcome.usage.output_tokens,
+                    )
+                )
             self._settle(
                 SubagentResult(
                     stop_reason=stop_reason_of(outcome.status),
@@ -232,6 +251,8 @@ class ModelRun(SubagentRun):
         if self._settled is None:
             self._settled = result
             self._settled_event.set()
+            # Events end when the run settles; a child still winding down publishes nothing.
+            self._shown.events.close()
 
     def _abort(self) -> None:
         """A local cancel: ask the child to stop and settle `aborted` now."""
