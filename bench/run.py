@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import case_acp
 import case_cancel
+import case_containment
 import case_delegation
 import case_harness
 import case_model
@@ -43,6 +44,7 @@ CASES: dict[str, Case] = {
     "sdk-overhead": case_sdk.run_overhead,
     "cancel": case_cancel.cancel_to_gone,
     "process-execute": case_process.process_execute,
+    "containment": case_containment.containment,
     "model-client": case_model.model_client,
     "delegation": case_delegation.delegation,
     "harness": case_harness.startup,

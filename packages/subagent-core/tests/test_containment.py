@@ -299,3 +299,41 @@ async def test_sigkill_of_the_owner_ends_every_tree_within_two_seconds(
             await parent.wait()
             with anyio.fail_after(2):
                 await poll_until(lambda: alive(below) == [])
+
+
+async def run_guard_command(child: ChildArgv, end: str) -> None:
+    """`python -m subagent_core.guard -- CMD` around an EOF-deaf, TERM-trapping child."""
+    argv = [sys.executable, "-m", "subagent_core.guard", "--eof-grace", "0.2"]
+    argv += ["--term-grace", "0.2", "--", *child("deaf_with_escapees")]
+    with anyio.fail_after(30):
+        guard = await anyio.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        async with guard:
+            assert guard.stdout is not None
+            assert guard.stdin is not None
+            line = await BufferedByteReceiveStream(guard.stdout).receive_until(b"\n", 200)
+            pids = [int(part) for part in line.split()]
+            assert alive(pids) == pids
+            assert all(is_under(pid, guard.pid) for pid in pids)
+            if end == "eof":
+                await guard.stdin.aclose()
+            else:
+                guard.send_signal(signal.SIGHUP if end == "hup" else signal.SIGTERM)
+            with anyio.fail_after(5):
+                code = await guard.wait()
+            assert code == 128 + signal.SIGKILL
+            assert alive(pids) == []
+
+
+@pytest.mark.parametrize("end", ["eof", "hup", "term"])
+async def test_the_command_mode_guard_ends_its_tree(child: ChildArgv, end: str) -> None:
+    """The remote side of an SSH child: EOF, a dropped connection or SIGTERM end everything."""
+    await run_guard_command(child, end)
+
+
+async def test_the_command_mode_guard_relays_stdin_and_exits_with_the_code() -> None:
+    script = "import sys; data = sys.stdin.read(); print(data.upper()); sys.exit(4)"
+    argv = [sys.executable, "-m", "subagent_core.guard", "--", sys.executable, "-c", script]
+    with anyio.fail_after(30):
+        done = await anyio.run_process(argv, input=b"hello", check=False)
+    assert done.stdout == b"HELLO\n"
+    assert done.returncode == 4

@@ -39,7 +39,6 @@ GUARD_SCRIPT = Path(__file__).with_name("guard.py")
 request_listeners: list[Callable[[], None]] = []
 
 _INLINE_REQUEST_BYTES = 60_000
-_SEND_TIMEOUT_SECONDS = 5.0
 _READ_BYTES = 256 * 1024
 _PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = 1031
@@ -65,13 +64,19 @@ def available() -> bool:
 
 
 class _GuardServer:
-    """The host's connection to its guard server; restarted when it died or the host forked."""
+    """The host's connection to its guard server; restarted when it died or the host forked.
+
+    The server hands over idle guards ahead of need (`G` + a socket): a spawn sends its
+    request straight to one and asks for a replacement (`N`), so no server hop and no fork is
+    on the path of a spawn. Without an idle guard at hand, the request goes via the server.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._pid: int | None = None
         self._owner = 0
+        self._idle: list[socket.socket] = []
 
     @property
     def pid(self) -> int | None:
@@ -79,25 +84,59 @@ class _GuardServer:
 
     def send(self, payload: bytes, fds: Sequence[int]) -> None:
         """Sends one spawn request; starts (or restarts) the server when needed."""
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes(fds))]
         with self._lock:
             for attempt in (1, 2):
                 sock = self._ensure()
+                self._collect_offers(sock)
+                while self._idle:
+                    link = self._idle.pop()
+                    try:
+                        link.sendmsg([payload], rights)
+                    except OSError:
+                        continue  # that idle guard died; try the next one
+                    finally:
+                        link.close()
+                    with contextlib.suppress(OSError):
+                        sock.send(b"N")
+                    return
                 try:
-                    sock.sendmsg(
-                        [payload],
-                        [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes(fds))],
-                    )
+                    sock.sendmsg([payload], rights)
                     return
                 except (BrokenPipeError, ConnectionError):
                     self._drop()
                     if attempt == 2:
                         raise
 
+    def _collect_offers(self, sock: socket.socket) -> None:
+        """Takes every idle guard the server has offered so far (never blocks)."""
+        while True:
+            try:
+                data, ancillary, _flags, _addr = sock.recvmsg(
+                    16, socket.CMSG_SPACE(4 * 4), socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC
+                )
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            fds = [
+                int.from_bytes(payload[i : i + 4], sys.byteorder)
+                for level, kind, payload in ancillary
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+                for i in range(0, len(payload) - len(payload) % 4, 4)
+            ]
+            if not data:
+                return
+            self._idle.extend(socket.socket(fileno=fd) for fd in fds)
+
     def _ensure(self) -> socket.socket:
         if self._sock is not None and self._owner == os.getpid():
             return self._sock
         if self._owner != os.getpid():
-            # A forked host shares its parent's server socket; it gets its own server.
+            # A forked host shares its parent's server and idle guards; it gets its own.
+            for link in self._idle:
+                link.close()
+            self._idle = []
             self._sock = None
             self._pid = None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -105,12 +144,17 @@ class _GuardServer:
             self._pid = _start_server(theirs.fileno())
         finally:
             theirs.close()
-        ours.settimeout(_SEND_TIMEOUT_SECONDS)
+        # Blocking: a timeout would make every `MSG_DONTWAIT` receive wait for it first.
+        # Sends are tiny and the server reads at once.
+        ours.setblocking(True)
         self._sock = ours
         self._owner = os.getpid()
         return ours
 
     def _drop(self) -> None:
+        for link in self._idle:
+            link.close()
+        self._idle = []
         if self._sock is not None:
             self._sock.close()
         if self._pid is not None:

@@ -277,6 +277,8 @@ def _run_guard(ctl: socket.socket, request: dict[str, object], stdio: tuple[int,
                 _send(ctl, f"exit {code}")
         if not remaining and not leader_alive:
             _send(ctl, "gone")
+            if not owner_gone:
+                _linger(ctl)
             return
         if owner_gone:
             signal_tree(signal.SIGKILL)
@@ -300,6 +302,18 @@ def _run_guard(ctl: socket.socket, request: dict[str, object], stdio: tuple[int,
             elif command.startswith("signal ") and leader_alive:
                 with contextlib.suppress(OSError, ValueError):
                     os.kill(leader, int(command.split()[1]))
+
+
+def _linger(ctl: socket.socket) -> None:
+    """Reads (and drops) commands until the owner hangs up, then returns.
+
+    Closing a socket with unread data resets the connection, and the owner would read the
+    reset instead of our last message ("gone"); so the owner closes first.
+    """
+    ctl.setblocking(True)
+    with contextlib.suppress(OSError):
+        while ctl.recv(256):
+            pass
 
 
 def _receive_request(
@@ -357,13 +371,19 @@ def _idle_guard(link: socket.socket) -> None:
 
 
 class _Server:
+    """Forks guards ahead of need and hands their request sockets to the owner.
+
+    The owner sends a request straight to an idle guard it already holds (one message, no
+    server on the path) and asks for a replacement with `N`; a request sent to the server
+    itself (`R…`/`M`, when the owner holds no idle guard) is forwarded to a fresh guard.
+    """
+
     def __init__(self, main: socket.socket) -> None:
         self.main = main
         self.guards: set[int] = set()
-        self.idle: tuple[int, socket.socket] | None = None
         self.wakeup = _Wakeup()
 
-    def fork_idle(self) -> None:
+    def fork_guard(self) -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
@@ -378,20 +398,30 @@ class _Server:
                 _idle_guard(theirs)
             except BaseException:
                 code = 1
+                with contextlib.suppress(BaseException):
+                    import traceback
+
+                    traceback.print_exc()
             finally:
                 os._exit(code)
         theirs.close()
         self.guards.add(pid)
-        self.idle = (pid, ours)
+        return ours
 
-    def hand_over(self, data: bytes, fds: list[int]) -> None:
-        if self.idle is None:
-            self.fork_idle()
-        assert self.idle is not None
-        _pid, link = self.idle
-        self.idle = None
+    def offer_guard(self) -> None:
+        """Forks an idle guard and gives the owner its request socket."""
+        link = self.fork_guard()
         with contextlib.suppress(OSError):
-            link.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(_fd_array(fds)))])
+            self.main.sendmsg(
+                [b"G"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_array([link.fileno()]))]
+            )
+        link.close()
+
+    def forward(self, data: bytes, fds: list[int]) -> None:
+        """Hands a request the owner sent to us to a freshly forked guard."""
+        link = self.fork_guard()
+        with contextlib.suppress(OSError):
+            link.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_array(fds))])
         link.close()
         for fd in fds:
             os.close(fd)
@@ -400,9 +430,6 @@ class _Server:
         exited, _ = reap()
         for pid, _code in exited:
             self.guards.discard(pid)
-            if self.idle is not None and self.idle[0] == pid:
-                self.idle[1].close()
-                self.idle = None
         # Anything else below us was orphaned by a guard that died: it belongs to no live run.
         signal_tree(signal.SIGKILL, skip=frozenset(self.guards))
 
@@ -410,26 +437,25 @@ class _Server:
         selector = selectors.DefaultSelector()
         selector.register(self.main, selectors.EVENT_READ)
         selector.register(self.wakeup.read_fd, selectors.EVENT_READ)
-        self.fork_idle()
+        self.offer_guard()
         while True:
             for key, _ in selector.select():
-                if key.fileobj is self.main:
-                    try:
-                        data, ancillary, _flags, _addr = self.main.recvmsg(
-                            _REQUEST_BYTES, socket.CMSG_SPACE(_MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
-                        )
-                    except InterruptedError:
-                        continue
-                    except OSError:
-                        data, ancillary = b"", []
-                    if not data:
-                        return
-                    self.hand_over(data, _fds_of(ancillary))
-                    if self.idle is None:
-                        self.fork_idle()
-                else:
+                if key.fileobj is not self.main:
                     self.wakeup.drain()
                     self.collect()
+                    continue
+                try:
+                    data, ancillary, _flags, _addr = self.main.recvmsg(
+                        _REQUEST_BYTES, socket.CMSG_SPACE(_MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
+                    )
+                except OSError:
+                    data, ancillary = b"", []
+                if not data:
+                    return
+                if data == b"N":
+                    self.offer_guard()
+                else:
+                    self.forward(data, _fds_of(ancillary))
 
 
 def _fd_array(fds: list[int]) -> bytes:
@@ -453,20 +479,29 @@ def run_command(argv: list[str], eof_grace: float, term_grace: float) -> int:
         sys.stderr.write("guard: PR_SET_CHILD_SUBREAPER is not available\n")
         return 125
     wakeup = _Wakeup((signal.SIGHUP, signal.SIGTERM, signal.SIGINT))
-    relay_read, relay_write = os.pipe()
+    selector = selectors.DefaultSelector()
+    selector.register(wakeup.read_fd, selectors.EVENT_READ)
+    try:
+        selector.register(0, selectors.EVENT_READ)
+    except (OSError, ValueError):
+        # stdin is a file or /dev/null: its end says nothing about our owner, so the command
+        # reads it directly and only the signals end the tree early.
+        relay_read, relay_write = 0, -1
+    else:
+        relay_read, relay_write = os.pipe()
     leader = spawn(argv, dict(os.environ), (relay_read, 1, 2))
-    os.close(relay_read)
+    if relay_write >= 0:
+        os.close(relay_read)
     if isinstance(leader, str):
-        os.close(relay_write)
+        if relay_write >= 0:
+            os.close(relay_write)
         reason = leader.split()[0]
         sys.stderr.write(f"guard: could not start the command ({reason})\n")
         return 127 if reason == "not-found" else 126
-    os.set_blocking(0, False)
-    os.set_blocking(relay_write, False)
     relay = _Relay(relay_write)
-    selector = selectors.DefaultSelector()
-    selector.register(0, selectors.EVENT_READ)
-    selector.register(wakeup.read_fd, selectors.EVENT_READ)
+    if relay_write >= 0:
+        os.set_blocking(0, False)
+        os.set_blocking(relay_write, False)
     code: int | None = None
     deadline = 0.0
     stage = "run"
@@ -549,7 +584,9 @@ class _Relay:
 def _watch_relay(selector: selectors.BaseSelector, relay: _Relay) -> None:
     """Reads stdin only while the command's pipe has room; waits for room while data is held."""
     registered = selector.get_map()
-    want_write = bool(relay.pending) and relay.target >= 0
+    if relay.target < 0:
+        return
+    want_write = bool(relay.pending)
     if want_write and relay.target not in registered:
         selector.register(relay.target, selectors.EVENT_WRITE)
     elif not want_write and relay.target in registered:
