@@ -564,3 +564,34 @@ async def test_the_model_is_a_validated_session_config_option(
         "mode": "ask",
         "model": "m1",
     }
+
+
+async def test_mcp_servers_from_session_new_become_the_models_tools(
+    scripted_model: Any, workspace: Path
+) -> None:
+    from acp.schema import McpServerStdio
+    from model_agent.testing import mcp_test_server_command
+
+    command, *args = mcp_test_server_command()
+    call = {"name": "my_notes__read_note", "arguments": {"name": "todo"}}
+    rules = [{"match": "check notes", "replies": [{"tool_calls": [call]}, {"text": "read"}]}]
+    client = RecordingClient()
+    with anyio.fail_after(90):
+        async with (
+            scripted_model(rules) as server,
+            open_acp_agent(client, server.base_url) as agent,
+        ):
+            init = await agent.conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            mcp = init.agent_capabilities.mcp_capabilities if init.agent_capabilities else None
+            assert mcp is not None
+            assert (mcp.http, mcp.sse) == (True, False)
+            session = await agent.conn.new_session(
+                cwd=str(workspace),
+                mcp_servers=[McpServerStdio(name="my notes", command=command, args=args, env=[])],
+            )
+            response = await _prompt(agent, session.session_id, "check notes")
+    assert response.stop_reason == "end_turn"
+    offered = [tool["function"]["name"] for tool in server.requests[0]["tools"]]
+    assert {"my_notes__read_note", "my_notes__write_marker"} <= set(offered)
+    results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results == ["note todo: all good"]

@@ -21,6 +21,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import sys
 import uuid
 from collections import deque
@@ -52,11 +53,13 @@ from acp.schema import (
     ConfigOptionUpdate,
     EmbeddedResourceContentBlock,
     EnvVarAuthMethod,
+    HttpMcpServer,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
+    McpServerStdio,
     NewSessionResponse,
     PermissionOption,
     PromptCapabilities,
@@ -85,6 +88,9 @@ from acp.schema import (
 from model_agent import (
     AgentEvent,
     AgentStatus,
+    MCPHTTPServer,
+    MCPServer,
+    MCPStdioServer,
     ReasoningDelta,
     TextDelta,
     ToolEnded,
@@ -220,6 +226,8 @@ class _Session:
     last_call: dict[str, str] = field(default_factory=dict[str, str])
     """Tool name → id of its latest started call, so a permission request names the call."""
     views: dict[str, ToolView] = field(default_factory=dict[str, ToolView])
+    mcp_servers: tuple[MCPServer, ...] = ()
+    """The client's MCP servers for this session (from new/load/resume; never stored)."""
 
     @property
     def id(self) -> str:
@@ -325,7 +333,7 @@ class HarnessACPAgent:
                 prompt_capabilities=PromptCapabilities(
                     image=False, audio=False, embedded_context=True
                 ),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(), resume=SessionResumeCapabilities()
                 ),
@@ -376,6 +384,7 @@ class HarnessACPAgent:
     ) -> NewSessionResponse:
         self._require_auth()
         workspace = await self._workspace(cwd)
+        servers = mcp_servers_from_acp(mcp_servers, workspace)
         stored = StoredSession(
             session_id=f"sess_{uuid.uuid4().hex}",
             cwd=workspace,
@@ -383,6 +392,7 @@ class HarnessACPAgent:
             model=self._endpoint.model,
         )
         session = self._open(stored)
+        session.mcp_servers = servers
         await session.conversation.save()
         return NewSessionResponse(
             session_id=session.id,
@@ -390,8 +400,9 @@ class HarnessACPAgent:
             config_options=self._config_options(stored),
         )
 
-    async def _find(self, session_id: str, cwd: str) -> _Session:
+    async def _find(self, session_id: str, cwd: str, mcp_servers: object) -> _Session:
         workspace = await self._workspace(cwd)
+        servers = mcp_servers_from_acp(mcp_servers, workspace)
         session = self._sessions.get(session_id)
         if session is None:
             stored = await self._store.load(session_id)
@@ -400,6 +411,7 @@ class HarnessACPAgent:
             session = self._open(stored)
         if session.cancel is None:
             session.stored.cwd = workspace
+            session.mcp_servers = servers
         return session
 
     async def load_session(
@@ -410,7 +422,7 @@ class HarnessACPAgent:
         additional_directories: object = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
-        session = await self._find(session_id, cwd)
+        session = await self._find(session_id, cwd, mcp_servers)
         await self._replay(session)
         return LoadSessionResponse(
             modes=self._mode_state(session.stored),
@@ -425,7 +437,7 @@ class HarnessACPAgent:
         mcp_servers: object = None,
         **kwargs: Any,
     ) -> ResumeSessionResponse:
-        session = await self._find(session_id, cwd)
+        session = await self._find(session_id, cwd, mcp_servers)
         return ResumeSessionResponse(
             modes=self._mode_state(session.stored),
             config_options=self._config_options(session.stored),
@@ -609,7 +621,9 @@ class HarnessACPAgent:
                 updates.put(update)
 
         try:
-            result = await session.conversation.run(text, cancel, observe)
+            result = await session.conversation.run(
+                text, cancel, observe, mcp_servers=session.mcp_servers
+            )
         except Exception:
             _log.exception("the agent turn failed unexpectedly")
             return None
@@ -728,6 +742,63 @@ class HarnessACPAgent:
         """Returns once no turn is running."""
         if self._running and self._idle is not None:
             await self._idle.wait()
+
+
+_MCP_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def _mcp_name(name: str, taken: set[str]) -> str:
+    """A server name the agent accepts (`[A-Za-z0-9_-]`, at most 32, no `__`), unique."""
+    base = _MCP_NAME_CHARS.sub("_", name)
+    while "__" in base:
+        base = base.replace("__", "_")
+    base = base.strip("_")[:28] or "mcp"
+    candidate, number = base, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{base}-{number}"
+    taken.add(candidate)
+    return candidate
+
+
+def mcp_servers_from_acp(servers: object, workspace: Path) -> tuple[MCPServer, ...]:
+    """The agent's MCP servers for a client's `mcpServers` (stdio and http; others refused).
+
+    Raises:
+        RequestError: invalid params — an SSE or ACP server (not advertised), or a server the
+            agent cannot use (bad command, URL or header); the client's values are not echoed.
+    """
+    converted: list[MCPServer] = []
+    taken: set[str] = set()
+    for server in cast(list[Any], servers or []):
+        try:
+            if isinstance(server, McpServerStdio):
+                converted.append(
+                    MCPStdioServer(
+                        name=_mcp_name(server.name, taken),
+                        command=server.command,
+                        args=tuple(server.args),
+                        env={variable.name: variable.value for variable in server.env},
+                        cwd=workspace,
+                    )
+                )
+            elif isinstance(server, HttpMcpServer):
+                converted.append(
+                    MCPHTTPServer(
+                        name=_mcp_name(server.name, taken),
+                        url=server.url,
+                        headers={header.name: header.value for header in server.headers},
+                    )
+                )
+            else:
+                raise RequestError.invalid_params(
+                    {"mcpServers": "only stdio and http MCP servers are supported"}
+                )
+        except ValueError:
+            raise RequestError.invalid_params(
+                {"mcpServers": "an MCP server's command, URL or headers are not usable"}
+            ) from None
+    return tuple(converted)
 
 
 def _replayed(entry: TranscriptEntry) -> Any:

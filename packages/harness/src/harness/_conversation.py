@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 
 from model_agent import (
     Agent,
@@ -18,6 +19,7 @@ from model_agent import (
     AgentObserver,
     AgentResult,
     ApprovalCallback,
+    MCPServer,
     ReasoningDelta,
     TextDelta,
     ToolEnded,
@@ -63,9 +65,17 @@ class Conversation:
         await self._store.save(self.stored)
 
     async def run(
-        self, prompt: str, cancel: CancelSignal, observer: AgentObserver | None = None
+        self,
+        prompt: str,
+        cancel: CancelSignal,
+        observer: AgentObserver | None = None,
+        *,
+        mcp_servers: Sequence[MCPServer] = (),
     ) -> AgentResult:
-        """One agent turn on `prompt`, continuing the stored history; stores the result."""
+        """One agent turn on `prompt`, continuing the stored history; stores the result.
+
+        `mcp_servers` are the client's servers for this turn (connected for the turn only).
+        """
         stored = self.stored
         endpoint = dataclasses.replace(self._endpoint, model=stored.model)
         config = agent_config(
@@ -75,6 +85,8 @@ class Conversation:
             max_steps=self._max_steps,
             approve=self._approve,
         )
+        if mcp_servers:
+            config = dataclasses.replace(config, mcp_servers=tuple(mcp_servers))
         agent = Agent(config, observer=self._recorder(observer))
         stored.add(TranscriptEntry(role="user", text=prompt))
         result = await agent.run(prompt, cancel, history=stored.history)
