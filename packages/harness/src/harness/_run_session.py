@@ -10,12 +10,11 @@ reason (never the server's own words).
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 from model_agent import (
@@ -40,6 +39,7 @@ from ._delegate_view import screen_text
 from ._endpoint import ResolvedEndpoint
 from ._exit import EXIT_INCOMPLETE, EXIT_OK, signal_exit_code
 from ._signals import cancel_on_signals
+from ._terminal_prompt import ask_on_terminal
 
 
 @dataclass(slots=True)
@@ -74,30 +74,6 @@ def run_prompt(
         mcp=mcp,
     )
     return anyio.run(_run, prompt, config, show_thinking, backend="asyncio")
-
-
-def _action_text(name: str, arguments: Mapping[str, Any]) -> str:
-    """What an Execute action will do, in one line for the question (model text: sanitised)."""
-    command = arguments.get("command")
-    if isinstance(command, str):
-        shown = command
-    else:
-        shown = json.dumps(dict(arguments), ensure_ascii=False, default=str)
-    flat = " ".join(screen_text(shown).split())
-    return flat if len(flat) <= 300 else flat[:299] + "…"
-
-
-async def ask_on_terminal(name: str, arguments: Mapping[str, Any]) -> bool:
-    """Asks the person at the terminal whether the agent may run this action (default: no)."""
-    question = f"Allow {name}: {_action_text(name, arguments)} ? [y/N] "
-
-    def ask() -> bool:
-        sys.stderr.write(question)
-        sys.stderr.flush()
-        answer = sys.stdin.readline()
-        return answer.strip().lower() in ("y", "yes")
-
-    return await anyio.to_thread.run_sync(ask, abandon_on_cancel=True)
 
 
 async def _run(prompt: str, config: AgentConfig, show_thinking: bool) -> int:
