@@ -595,3 +595,50 @@ async def test_mcp_servers_from_session_new_become_the_models_tools(
     assert {"my_notes__read_note", "my_notes__write_marker"} <= set(offered)
     results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
     assert results == ["note todo: all good"]
+
+
+async def test_a_failed_turn_is_explained_in_the_host_log_file(
+    scripted_model: Any, workspace: Path, tmp_path: Path
+) -> None:
+    rules = [{"match": "boom", "replies": [{"status": 400}]}]
+    log = tmp_path / "agent.log"
+    client = RecordingClient()
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(rules) as server,
+            open_acp_agent(client, server.base_url, "--log-file", str(log)) as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            with pytest.raises(acp.RequestError):
+                await _prompt(agent, session_id, "boom")
+    text = log.read_text(encoding="utf-8")
+    assert f"turn failed in session {session_id}" in text
+
+
+@pytest.mark.skipif(not os.environ.get("DEEPSEEK_API_KEY"), reason="needs DEEPSEEK_API_KEY")
+async def test_keyed_a_second_turn_depends_on_the_first_answer(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A real model: the second answer can only be right if the first one is in the history."""
+    client = RecordingClient()
+    with anyio.fail_after(240):
+        async with open_acp_agent(client, "", "--mode", "ask", state_dir=tmp_path / "s") as agent:
+            session_id = await _session(agent, workspace)
+            await _prompt(
+                agent,
+                session_id,
+                "Invent a random code word of exactly 8 uppercase letters. "
+                "Reply with only that word and nothing else.",
+            )
+            first = client.text().strip()
+            client.updates.clear()
+            await _prompt(
+                agent,
+                session_id,
+                "Reply with exactly the code word you invented in your previous answer, "
+                "and nothing else.",
+            )
+            second = client.text().strip()
+    assert len(first) == 8
+    assert first.isalpha()
+    assert second == first

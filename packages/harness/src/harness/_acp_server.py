@@ -684,9 +684,7 @@ class HarnessACPAgent:
         if updates is not None:
             await updates.flush()  # the client sees the call before the question about it
         allowed = False
-
-        async def ask() -> None:
-            nonlocal allowed
+        with cancel.cancel_scope():
             try:
                 response = await conn.request_permission(
                     session_id=session.id,
@@ -707,19 +705,9 @@ class HarnessACPAgent:
                 )
             except Exception:
                 _log.debug("the permission request failed; treating it as a refusal")
-                tg.cancel_scope.cancel()
-                return
-            outcome = response.outcome
-            allowed = isinstance(outcome, AllowedOutcome) and outcome.option_id == _ALLOW_OPTION
-            tg.cancel_scope.cancel()
-
-        async def on_cancel() -> None:
-            await cancel.wait()
-            tg.cancel_scope.cancel()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ask)
-            tg.start_soon(on_cancel)
+            else:
+                outcome = response.outcome
+                allowed = isinstance(outcome, AllowedOutcome) and outcome.option_id == _ALLOW_OPTION
         allowed = allowed and not cancel.cancelled and session.stored.mode == "execute"
         if allowed and updates is not None:
             updates.put(
