@@ -382,3 +382,28 @@ async def test_each_run_lists_the_tools_anew_and_a_crash_does_not_outlive_its_ru
     # The crashed server was not reused: the second run started (and listed) a new one.
     assert len(process_leak_guard) == 2
     assert READ in offered(server.requests[-1])
+
+
+async def test_an_http_server_dying_mid_call_fails_the_call_not_the_run(workspace: Path) -> None:
+    command, *args = mcp_test_server_command("crash", http=True)
+    script = [
+        {
+            "match": "[parent]",
+            "replies": [
+                calls(("web__read_note", {"name": "a"}), ("web__read_note", {"name": "b"})),
+                answer("done"),
+            ],
+        }
+    ]
+    with anyio.fail_after(TIMEOUT_SECONDS):
+        async with open_managed_process(
+            [command, *args], stderr="devnull", eof_grace_seconds=0.1
+        ) as process:
+            assert process.stdout is not None
+            url = (await LineReader(process.stdout).receive_line()).decode()
+            web = MCPHTTPServer(name="web", url=url)
+            async with open_scripted_model_server({"rules": script}) as server:
+                result = await Agent(config(server, workspace, [web])).run("[parent] go")
+    assert (result.status, result.output) == ("completed", "done")
+    closed = "MCP tool call failed: the connection to server web is closed"
+    assert tool_messages(server.requests[-1]) == [closed, closed]

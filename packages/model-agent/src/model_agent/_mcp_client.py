@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
 from mcp import ClientSession, MCPError, types
 from mcp.client.streamable_http import streamable_http_client
@@ -41,6 +42,7 @@ MAX_LIST_PAGES = 16
 MAX_DESCRIPTION_CHARS = 2048
 """A tool description longer than this is cut (it travels in every model request)."""
 
+_CLOSED = (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, OSError)
 _MAX_LABEL_CHARS = 120
 _MODEL_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # The MCP SDK's own defaults: a server may hold a response stream open for minutes.
@@ -68,19 +70,21 @@ class MCPToolSpec:
 
 
 class MCPConnection:
-    """A connected server: its frozen tool listing and a way to call those tools."""
+    """A connected server: its frozen tool listing and a way to call those tools.
 
-    def __init__(
-        self,
-        server: MCPServer,
-        session: ClientSession,
-        tools: tuple[MCPToolSpec, ...],
-        link: StdioLink | None,
-    ) -> None:
+    The session lives in an owner task of its own (see `open_mcp_connection`); when that task
+    ends early — the server crashed, the transport broke — every call in flight is ended at
+    once with fixed text instead of waiting for its timeout.
+    """
+
+    def __init__(self, server: MCPServer) -> None:
         self.server = server
-        self.tools = tools
-        self._session = session
-        self._link = link
+        self.tools: tuple[MCPToolSpec, ...] = ()
+        self._session: ClientSession | None = None
+        self._link: StdioLink | None = None
+        self._broken = False
+        self._calls: set[anyio.CancelScope] = set()
+        self._stop = anyio.Event()
 
     async def call(
         self, remote_name: str, arguments: Mapping[str, Any], cancel: CancelSignal
@@ -90,15 +94,27 @@ class MCPConnection:
         timeout = self.server.call_timeout_seconds
         result: types.CallToolResult | None = None
         failure: str | None = None
-        with anyio.move_on_after(timeout) as deadline, cancel.cancel_scope():
+        if self._broken or self._session is None:
+            return ToolOutcome(self._broken_text(), is_error=True)
+        with (
+            anyio.move_on_after(timeout) as deadline,
+            cancel.cancel_scope(),
+            anyio.CancelScope() as ended,
+        ):
+            self._calls.add(ended)
             try:
                 result = await self._session.call_tool(remote_name, dict(arguments))
             except MCPError as error:
                 failure = self._error_text(error)
-            except Exception:
-                # The exception's text may hold the server's words: it is never shown.
-                _log.warning("MCP call to server %s failed", name)
+            except _CLOSED:
                 failure = self._broken_text()
+            except Exception as error:
+                # E.g. a result against the tool's own output schema. The exception's text may
+                # hold the server's words: only its type is logged.
+                _log.warning("MCP call to server %s failed: %s", name, type(error).__name__)
+                failure = f"MCP tool call failed: server {name} sent an answer that is not usable"
+            finally:
+                self._calls.discard(ended)
         if cancel.cancelled:
             return ToolOutcome("tool call was cancelled", is_error=True)
         if deadline.cancelled_caught:
@@ -106,6 +122,8 @@ class MCPConnection:
                 f"MCP tool call failed: server {name} did not answer within {timeout:g} s",
                 is_error=True,
             )
+        if ended.cancelled_caught:
+            failure = self._broken_text()
         if failure is not None:
             return ToolOutcome(failure, is_error=True)
         assert result is not None
@@ -125,6 +143,62 @@ class MCPConnection:
             return f"MCP tool call failed: server {name} sent a message over the size limit"
         return f"MCP tool call failed: the connection to server {name} is closed"
 
+    def _break(self) -> None:
+        self._broken = True
+        for scope in tuple(self._calls):
+            scope.cancel()
+
+    async def _own(self, *, task_status: anyio.abc.TaskStatus[str | None]) -> None:
+        """The session's whole life: connect, report (None or the failure text), serve, stop.
+
+        Runs in its own task so a transport's failing task group (the SDK's HTTP transport
+        lets a request's network error escape into it) cancels only this task, never the run.
+        """
+        server = self.server
+        started = False
+        try:
+            async with AsyncExitStack() as stack:
+                # Entering these starts no I/O that can hang; the bound covers the handshake.
+                if isinstance(server, MCPStdioServer):
+                    self._link = await stack.enter_async_context(open_stdio_link(server))
+                    streams = (self._link.read_stream, self._link.write_stream)
+                else:
+                    client = await stack.enter_async_context(
+                        httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT)
+                    )
+                    streams = await stack.enter_async_context(
+                        streamable_http_client(server.url, http_client=client)
+                    )
+                session = await stack.enter_async_context(
+                    ClientSession(streams[0], streams[1], client_info=_CLIENT_INFO)
+                )
+                with anyio.fail_after(server.connect_timeout_seconds):
+                    await session.initialize()
+                    self.tools = await _list_tools(server, session)
+                self._session = session
+                started = True
+                task_status.started(None)
+                await self._stop.wait()
+        except SpawnError as error:
+            failure = f"MCP server {server.name} could not be started ({error.reason})"
+        except TimeoutError:
+            failure = (
+                f"MCP server {server.name} did not answer within "
+                f"{server.connect_timeout_seconds:g} s"
+            )
+        except Exception as error:
+            # The type only: the message may hold the server's words.
+            _log.debug("MCP server %s connection ended: %s", server.name, type(error).__name__)
+            failure = f"MCP server {server.name} could not be connected"
+        else:
+            return
+        finally:
+            self._break()
+        if not started:
+            task_status.started(failure)
+        else:
+            _log.warning("MCP server %s: the connection broke during the run", server.name)
+
 
 @asynccontextmanager
 async def open_mcp_connection(server: MCPServer) -> AsyncGenerator[MCPConnection]:
@@ -135,41 +209,15 @@ async def open_mcp_connection(server: MCPServer) -> AsyncGenerator[MCPConnection
     Raises:
         MCPConnectError: the server could not be started, initialized or listed in time.
     """
-    failure: str | None = None
-    async with AsyncExitStack() as stack:
-        link: StdioLink | None = None
-        try:
-            # Entering these starts no I/O that can hang; the bound covers the handshake.
-            if isinstance(server, MCPStdioServer):
-                link = await stack.enter_async_context(open_stdio_link(server))
-                streams = (link.read_stream, link.write_stream)
-            else:
-                client = await stack.enter_async_context(
-                    httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT)
-                )
-                streams = await stack.enter_async_context(
-                    streamable_http_client(server.url, http_client=client)
-                )
-            session = await stack.enter_async_context(
-                ClientSession(streams[0], streams[1], client_info=_CLIENT_INFO)
-            )
-            with anyio.fail_after(server.connect_timeout_seconds):
-                await session.initialize()
-                tools = await _list_tools(server, session)
-        except SpawnError as error:
-            failure = f"MCP server {server.name} could not be started ({error.reason})"
-        except TimeoutError:
-            failure = (
-                f"MCP server {server.name} did not answer within "
-                f"{server.connect_timeout_seconds:g} s"
-            )
-        except Exception as error:
-            # The type only: the message may hold the server's words.
-            _log.debug("MCP server %s failed to connect: %s", server.name, type(error).__name__)
-            failure = f"MCP server {server.name} could not be connected"
-        else:
-            yield MCPConnection(server, session, tools, link)
-    # Raised once the server is stopped, outside the session's task group (never wrapped).
+    connection = MCPConnection(server)
+    async with anyio.create_task_group() as owner:
+        failure = await owner.start(connection._own)
+        if failure is None:
+            try:
+                yield connection
+            finally:
+                connection._stop.set()
+    # Raised outside the task group, so callers get it unwrapped.
     if failure is not None:
         raise MCPConnectError(failure)
 

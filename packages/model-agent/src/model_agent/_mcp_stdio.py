@@ -66,11 +66,8 @@ async def open_stdio_link(
     Raises:
         SpawnError: the command could not be started (nothing runs).
     """
-    command = server.child_command
     async with open_managed_process(
-        command.argv,
-        cwd=command.cwd,
-        env=command.environment(),
+        server.child_command,
         stdin="pipe",
         stdout="pipe",
         stderr="devnull",
