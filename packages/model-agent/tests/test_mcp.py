@@ -337,6 +337,7 @@ async def test_a_parent_cancel_ends_a_hung_call_at_once_and_stops_the_server(
 ) -> None:
     cancel = CancelSignal()
     started = anyio.Event()
+    result: AgentResult | None = None
     script = [
         {
             "match": "[parent]",
@@ -359,6 +360,7 @@ async def test_a_parent_cancel_ends_a_hung_call_at_once_and_stops_the_server(
 
                 group.start_soon(cancel_once_started)
                 result = await agent.run("[parent] go", cancel)
+    assert result is not None
     assert result.status == "cancelled"
     (entry,) = [entry for entry in result.activity if entry.kind == "tool"]
     assert entry.text == "tool call was cancelled"
