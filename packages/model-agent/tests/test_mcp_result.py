@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pytest
 from mcp import types
-from model_agent import Mode, RequestContext, Space, ToolOutcome
+from model_agent import MCPStdioServer, Mode, RequestContext, Space, ToolOutcome
 from model_agent._mcp_client import MCPConnection, MCPToolSpec, render_result
 from model_agent._mcp_tools import MCPTool, offered_mcp_tools
 from subagent_core import CancelSignal
@@ -142,3 +142,17 @@ def test_ask_offers_read_only_tools_and_execute_offers_all() -> None:
     assert offered_mcp_tools((reader, writer), "execute") == (reader, writer)
     assert writer.needs_approval
     assert not reader.needs_approval
+
+
+def test_a_stdio_server_gets_the_scrubbed_environment_with_its_own_env_winning() -> None:
+    server = MCPStdioServer(
+        name="s", command="srv", args=("--x",), env={"SERVICE_TOKEN": "given", "PATH": "/opt"}
+    )
+    parent = {"PATH": "/bin", "HOME": "/home/u", "OPENAI_API_KEY": "k", "DSH_SESSION": "1"}
+    command = server.child_command
+    assert command.argv == ("srv", "--x")
+    assert command.environment(parent) == {
+        "PATH": "/opt",
+        "HOME": "/home/u",
+        "SERVICE_TOKEN": "given",
+    }
