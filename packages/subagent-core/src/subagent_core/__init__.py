@@ -5,6 +5,9 @@ and gets back a `SubagentRun` whose `result()` never raises for child-level fail
 diagnostic is safe, fixed-vocabulary text of at most 4096 UTF-8 bytes.
 """
 
+from ._bounded_text import DEFAULT_MAX_OUTPUT_BYTES as DEFAULT_MAX_OUTPUT_BYTES
+from ._bounded_text import OUTPUT_TRUNCATION_MARKER as OUTPUT_TRUNCATION_MARKER
+from ._bounded_text import BoundedText as BoundedText
 from ._cancel import CancelSignal as CancelSignal
 from ._command import ChildCommand as ChildCommand
 from ._diagnostics import DIAGNOSTIC_MAX_BYTES as DIAGNOSTIC_MAX_BYTES
@@ -43,6 +46,10 @@ from ._events import tool_kind as tool_kind
 from ._framing import DEFAULT_MAX_FRAME_BYTES as DEFAULT_MAX_FRAME_BYTES
 from ._framing import FrameTooLargeError as FrameTooLargeError
 from ._framing import LineReader as LineReader
+from ._mcp_servers import MCPHTTPServerSpec as MCPHTTPServerSpec
+from ._mcp_servers import MCPServerSpec as MCPServerSpec
+from ._mcp_servers import MCPSSEServerSpec as MCPSSEServerSpec
+from ._mcp_servers import MCPStdioServerSpec as MCPStdioServerSpec
 from ._owned_task import OwnedTask as OwnedTask
 from ._presentation import JobOutcome as JobOutcome
 from ._presentation import ToolText as ToolText
@@ -68,8 +75,11 @@ from ._types import Usage as Usage
 __all__ = [
     "DEFAULT_EVENT_CAPACITY",
     "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_MAX_OUTPUT_BYTES",
     "DIAGNOSTIC_MAX_BYTES",
     "NO_CAPABILITIES",
+    "OUTPUT_TRUNCATION_MARKER",
+    "BoundedText",
     "CancelSignal",
     "Capabilities",
     "ChildCommand",
@@ -78,6 +88,10 @@ __all__ = [
     "FrameTooLargeError",
     "JobOutcome",
     "LineReader",
+    "MCPHTTPServerSpec",
+    "MCPSSEServerSpec",
+    "MCPServerSpec",
+    "MCPStdioServerSpec",
     "ManagedProcess",
     "MessageChunk",
     "OwnedTask",

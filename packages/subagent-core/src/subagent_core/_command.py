@@ -36,10 +36,10 @@ class ChildCommand:
     """The executable (argv[0]); never interpreted by a shell. Non-empty, no NUL."""
     args: tuple[str, ...] = ()
     """The argv tail; any sequence of strings is accepted and stored as a tuple. No NUL."""
-    env: Mapping[str, str | None] = field(default_factory=_no_env)
+    env: Mapping[str, str | None] = field(default_factory=_no_env, repr=False)
     """Explicit variables laid over the scrubbed inherited environment (see `child_env`):
     a value always wins, `None` removes an inherited name. Names are non-empty, without `=`
-    or NUL; values have no NUL. Stored read-only."""
+    or NUL; values have no NUL. Stored read-only; left out of `repr` (it may hold a key)."""
     cwd: Path | None = None
     """The child's working directory, made absolute at construction; `None` inherits the
     parent's. Whether it exists is checked when the child is spawned."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._cancel import CancelSignal
+from ._mcp_servers import MCPServerSpec, check_mcp_servers
 
 StopReason = Literal["completed", "max-tokens", "refusal", "aborted", "error"]
 """Why a child stopped. Consumers treat any value they do not know as a failure."""
@@ -55,6 +56,13 @@ class SubagentRequest:
     allow_writes: bool = False
     """Whether the parent lets the child change its workspace through the parent (for example
     an ACP client file system in read-write mode). An Ask-mode parent never sets it."""
+    mcp_servers: tuple[MCPServerSpec, ...] = ()
+    """MCP servers the parent hands to the child (names unique; any sequence is stored as a
+    tuple). Empty, the default, hands none. A provider that cannot pass them on refuses a
+    non-empty tuple at start rather than dropping it."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mcp_servers", check_mcp_servers(self.mcp_servers))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
