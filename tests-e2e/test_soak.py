@@ -31,7 +31,7 @@ from subagent_core import (
     SubagentResult,
     SubagentStartError,
 )
-from subagent_core.testing import reap_adopted
+from subagent_core.testing import containment_processes, reap_adopted
 from subagent_sdk import SDKConfig, SDKProvider
 from subagent_sdk.testing import FakeScript
 
@@ -205,7 +205,13 @@ def _fd_count() -> int:
 
 def _alive_and_zombies() -> tuple[int, int]:
     reap_adopted()
-    children = psutil.Process().children(recursive=True)
+    # The guard server and its idle guards live as long as this process; they are not runs.
+    infrastructure = containment_processes()
+    children = [
+        child
+        for child in psutil.Process().children(recursive=True)
+        if child.pid not in infrastructure
+    ]
     zombies = 0
     alive = 0
     for child in children:

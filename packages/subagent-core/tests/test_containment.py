@@ -337,3 +337,22 @@ async def test_the_command_mode_guard_relays_stdin_and_exits_with_the_code() -> 
         done = await anyio.run_process(argv, input=b"hello", check=False)
     assert done.stdout == b"HELLO\n"
     assert done.returncode == 4
+
+
+KILLS_ITS_GUARD = """
+import os, signal, subprocess, sys
+sleeper = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+print(sleeper.pid, flush=True)
+os.kill(os.getppid(), signal.SIGKILL)
+signal.pause()
+"""
+
+
+async def test_a_child_that_kills_its_guard_is_still_ended_but_not_confirmed() -> None:
+    """Its orphans land at the guard server, which kills them; the owner cannot confirm it."""
+    with anyio.fail_after(30):
+        async with open_managed_process([sys.executable, "-c", KILLS_ITS_GUARD]) as proc:
+            sleeper = (await read_pids(proc))[0]
+            assert await proc.wait() == ProcessOutcome(exit_code=None, signal=None)
+            assert await proc.terminate(0.1, 0.1, 0.1) is False
+        await poll_until(lambda: alive([proc.pid, sleeper]) == [])

@@ -177,6 +177,8 @@ def _start_server(sock_fd: int) -> int:
     actions: list[tuple[int, int] | tuple[int, int, int] | tuple[int, int, str, int, int]] = [
         (os.POSIX_SPAWN_DUP2, sock_fd, 0),
         (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        # Not our stderr: a reader waiting for EOF on it must not wait for the server too.
+        (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
     ]
     # posix_spawn keeps inheritable descriptors open; the server must hold none of ours.
     for name in os.listdir("/proc/self/fd"):
