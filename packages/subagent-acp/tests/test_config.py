@@ -24,7 +24,17 @@ def test_defaults() -> None:
         config.dispose_kill_grace_seconds,
     ) == (6.0, 3.0, 3.0)
     assert config.max_frame_bytes == 16 * 1024 * 1024
+    assert config.max_output_bytes == 8 * 1024 * 1024
+    assert config.write_timeout_seconds == 10.0
+    assert (config.fs, config.terminal, config.mode, config.model) == ("none", False, None, None)
     assert config.argv == ["agent"]
+
+
+def test_permission_accepts_a_callback() -> None:
+    async def ask(question: object) -> str | None:
+        return None
+
+    assert ACPConfig(command="agent", permission=ask).permission is ask
 
 
 def test_values_are_normalised(tmp_path: Path) -> None:
@@ -70,6 +80,16 @@ BAD: list[tuple[str, dict[str, Any]]] = [
     ("max_frame_bytes", {"max_frame_bytes": 0}),
     ("max_frame_bytes", {"max_frame_bytes": 1.5}),
     ("max_frame_bytes", {"max_frame_bytes": True}),
+    ("max_output_bytes", {"max_output_bytes": 0}),
+    ("max_output_bytes", {"max_output_bytes": "8"}),
+    ("write_timeout_seconds", {"write_timeout_seconds": 0}),
+    ("write_timeout_seconds", {"write_timeout_seconds": math.inf}),
+    ("permission", {"permission": 3}),
+    ("fs", {"fs": "write"}),
+    ("fs", {"fs": True}),
+    ("terminal", {"terminal": "yes"}),
+    ("mode", {"mode": ""}),
+    ("model", {"model": 5}),
 ]
 
 
@@ -84,7 +104,7 @@ def test_bad_values_name_their_key(key: str, fields: dict[str, Any]) -> None:
 
 def test_public_names() -> None:
     assert subagent_acp.__all__ == sorted(subagent_acp.__all__)
-    assert subagent_acp.__all__ == ["ACPConfig", "ACPProvider"]
+    assert subagent_acp.__all__ == ["ACPConfig", "ACPProvider", "PermissionAsk"]
     for name in subagent_acp.__all__:
         assert getattr(subagent_acp, name).__name__ == name
     with pytest.raises(AttributeError):

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._config import ACPConfig as ACPConfig
+    from ._permission import PermissionAsk as PermissionAsk
     from ._provider import ACPProvider as ACPProvider
 
-__all__ = ["ACPConfig", "ACPProvider"]
+__all__ = ["ACPConfig", "ACPProvider", "PermissionAsk"]
 
-_HOMES = {"ACPConfig": "._config", "ACPProvider": "._provider"}
+_HOMES = {"ACPConfig": "._config", "ACPProvider": "._provider", "PermissionAsk": "._permission"}
 
 
 def __getattr__(name: str) -> object:

@@ -1,7 +1,7 @@
 """The `acp` SDK connection over a managed process's streams.
 
 The SDK gets a message-level transport of ours (`_transport.ChildTransport`: bounded framing,
-bounded inbound requests, ordered updates) and a client whose callbacks only report safe facts
+bounded inbound requests, ordered updates) and a client whose handlers only report safe facts
 back to the run. The SDK's own waits are never trusted to end: callers race every request
 against process exit and cancellation.
 
@@ -11,8 +11,7 @@ lazily on its first start.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal, Protocol, cast
+from typing import Literal, cast
 
 import anyio
 import anyio.abc
@@ -20,17 +19,19 @@ from acp import PROTOCOL_VERSION, RequestError
 from acp.client.connection import ClientSideConnection
 from acp.interfaces import Client
 from acp.schema import (
-    AllowedOutcome,
     ClientCapabilities,
-    DeniedOutcome,
-    PermissionOption,
-    RequestPermissionResponse,
+    FileSystemCapabilities,
+    HttpMcpServer,
+    InitializeResponse,
+    McpServerStdio,
+    NewSessionResponse,
+    SseMcpServer,
     TextContentBlock,
-    ToolCallUpdate,
     Usage,
 )
 from subagent_core import LineReader
 
+from ._client import ACPClient
 from ._facts import AUTH_REQUIRED_CODE
 from ._transport import ChildTransport, SessionUpdate
 
@@ -39,19 +40,11 @@ _READ_CHUNK = 1 << 20
 ErrorKind = Literal["auth-required", "rpc-error", "connection-lost", "other"]
 """`other` covers schema-invalid answers (the SDK's validation errors) and anything else."""
 
+MCPServer = McpServerStdio | HttpMcpServer | SseMcpServer
 
-class ClientSink(Protocol):
-    """What the run learns from the child: updates, text and permission facts only."""
 
-    def on_update(self, update: SessionUpdate) -> None:
-        """Takes one validated `session/update` received before the prompt's answer."""
-        ...
-
-    def decide_permission(
-        self, tool_kind: str | None, options: Sequence[tuple[str, str]]
-    ) -> str | None:
-        """Returns the option id to select, or `None` to answer `cancelled`."""
-        ...
+def _ignore(update: SessionUpdate) -> None:
+    """Updates before a run is bound (a warm child's handshake) have no reader."""
 
 
 async def discard_rest(stdout: anyio.abc.ByteReceiveStream) -> None:
@@ -63,78 +56,51 @@ async def discard_rest(stdout: anyio.abc.ByteReceiveStream) -> None:
             return
 
 
-class _Client:
-    """The ACP client's request handlers: permissions answered, fs and terminal refused.
-
-    `session/update` never reaches here: the transport delivers it in arrival order.
-    """
-
-    def __init__(self, sink: ClientSink) -> None:
-        self._sink = sink
-
-    async def request_permission(
-        self,
-        session_id: str,
-        tool_call: ToolCallUpdate,
-        options: list[PermissionOption],
-        **kwargs: Any,
-    ) -> RequestPermissionResponse:
-        choices = [(option.option_id, str(option.kind)) for option in options]
-        selected = self._sink.decide_permission(tool_call.kind, choices)
-        if selected is None:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(
-            outcome=AllowedOutcome(option_id=selected, outcome="selected")
-        )
-
-    # Not advertised (no client capabilities). fs and extension methods are simply absent,
-    # so the SDK answers "method not found"; the SDK would answer the optional terminal methods
-    # with `null` when absent, so they refuse explicitly.
-    async def create_terminal(self, **kwargs: Any) -> None:
-        raise RequestError.method_not_found("terminal/create")
-
-    async def terminal_output(self, **kwargs: Any) -> None:
-        raise RequestError.method_not_found("terminal/output")
-
-    async def release_terminal(self, **kwargs: Any) -> None:
-        raise RequestError.method_not_found("terminal/release")
-
-    async def wait_for_terminal_exit(self, **kwargs: Any) -> None:
-        raise RequestError.method_not_found("terminal/wait_for_exit")
-
-    async def kill_terminal(self, **kwargs: Any) -> None:
-        raise RequestError.method_not_found("terminal/kill")
+def client_capabilities(*, read: bool, write: bool, terminal: bool) -> ClientCapabilities:
+    """What `initialize` advertises: exactly the services the client will answer."""
+    return ClientCapabilities(
+        fs=FileSystemCapabilities(read_text_file=read, write_text_file=write), terminal=terminal
+    )
 
 
 class Session:
-    """One SDK client connection to one child."""
+    """One SDK client connection to one child.
+
+    The client and the update callback start unbound, so a connection can be opened (and
+    `initialize` sent) before the run that will use it exists.
+    """
 
     def __init__(
         self,
-        sink: ClientSink,
         stdin: anyio.abc.ByteSendStream,
         stdout: anyio.abc.ByteReceiveStream,
         *,
         max_frame_bytes: int,
         write_timeout_seconds: float,
     ) -> None:
+        self.client = ACPClient()
         self.transport = ChildTransport(
             LineReader(stdout, max_frame_bytes=max_frame_bytes),
             stdin,
-            on_update=sink.on_update,
+            on_update=_ignore,
             write_timeout_seconds=write_timeout_seconds,
         )
-        self._conn = ClientSideConnection(cast("Client", _Client(sink)), self.transport)
+        self._conn = ClientSideConnection(cast("Client", self.client), self.transport)
 
-    async def initialize(self) -> None:
-        await self._conn.initialize(
-            protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities()
+    async def initialize(self, capabilities: ClientCapabilities) -> InitializeResponse:
+        return await self._conn.initialize(
+            protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities
         )
 
-    async def new_session(self, cwd: str) -> object:
-        """Returns the session id exactly as the child sent it (the caller checks it)."""
-        response = await self._conn.new_session(cwd=cwd, mcp_servers=[])
-        return response.session_id
+    async def new_session(self, cwd: str, mcp_servers: list[MCPServer]) -> NewSessionResponse:
+        """The schema-valid answer; the caller checks its session id."""
+        return await self._conn.new_session(cwd=cwd, mcp_servers=list(mcp_servers))
+
+    async def set_mode(self, session_id: str, mode_id: str) -> None:
+        await self._conn.set_session_mode(session_id=session_id, mode_id=mode_id)
+
+    async def set_config_option(self, session_id: str, config_id: str, value: str) -> None:
+        await self._conn.set_config_option(config_id=config_id, session_id=session_id, value=value)
 
     async def prompt(self, session_id: str, text: str) -> tuple[str, Usage | None]:
         """Returns the (schema-valid) ACP stop reason and the turn's usage, if reported."""

@@ -19,7 +19,10 @@ from typing import Literal, cast
 
 from subagent_core import ChildCommand
 
-PermissionPolicy = Literal["allow", "reject"]
+from ._permission import PermissionCallback, PermissionSetting
+
+FileSystemMode = Literal["none", "read", "read-write"]
+"""How much of the workspace the child may use through the parent's client file system."""
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 """Longest line accepted from a child (16 MiB): the ACP SDK itself has no cap."""
@@ -85,9 +88,24 @@ class ACPConfig:
     cwd: Path | None = None
     """The child's cwd and its `session/new` cwd; relative paths are resolved at construction.
     `None` uses each request's (absolute) cwd."""
-    permission: PermissionPolicy = "reject"
+    permission: PermissionSetting = "reject"
     """`allow` selects the first allow-shaped option of a permission request; `reject` (and
-    `allow` without such an option) answers `cancelled`."""
+    `allow` without such an option) answers `cancelled`. An async callable
+    `(PermissionAsk) -> str | None` asks the host instead: it returns the option kind to select
+    or `None` (`cancelled`). The same decision gates client file writes and terminals."""
+    fs: FileSystemMode = "none"
+    """Client file system offered to the child: `read` answers `fs/read_text_file`,
+    `read-write` also `fs/write_text_file` (only for requests with `allow_writes`, and each
+    write through `permission`). Paths are confined to the run's workspace."""
+    terminal: bool = False
+    """Offer client terminals (`terminal/*`): commands run as managed processes of the run,
+    each gated by `permission`, cwd confined to the workspace, all ended with the run."""
+    mode: str | None = None
+    """A session mode to select after `session/new` (`session/set_mode`, or a `mode` config
+    option); a child that does not offer it fails the start with a configuration fact."""
+    model: str | None = None
+    """A model to select after `session/new` (the child's `model` config option); a child that
+    does not offer it fails the start with a configuration fact."""
     env: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
     """Explicit child environment laid over the scrubbed parent environment; `None` removes an
     inherited name. Credentials and ambient `DSH_*` values reach the child only through here."""
@@ -115,6 +133,13 @@ class ACPConfig:
         set_(self, "env", command.env)
         set_(self, "cwd", command.cwd)
         set_(self, "permission", _check_permission(self.permission))
+        set_(self, "fs", _check_fs(self.fs))
+        if not isinstance(self.terminal, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise _fail("terminal", "must be True or False")
+        for key in ("mode", "model"):
+            value: object = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or value == ""):
+                raise _fail(key, "must be a non-empty string or None")
         for key in (
             "dispose_eof_grace_seconds",
             "dispose_grace_seconds",
@@ -143,12 +168,24 @@ def _check_provider_name(name: object) -> str:
     return name
 
 
-def _check_permission(permission: object) -> PermissionPolicy:
+def _check_permission(permission: object) -> PermissionSetting:
     if permission == "allow":
         return "allow"
     if permission == "reject":
         return "reject"
-    raise _fail("permission", 'must be "allow" or "reject"')
+    if not isinstance(permission, str) and callable(permission):
+        return cast(PermissionCallback, permission)
+    raise _fail("permission", 'must be "allow", "reject" or an async callable')
+
+
+def _check_fs(fs: object) -> FileSystemMode:
+    if fs == "none":
+        return "none"
+    if fs == "read":
+        return "read"
+    if fs == "read-write":
+        return "read-write"
+    raise _fail("fs", 'must be "none", "read" or "read-write"')
 
 
 def _positive_int(key: str, value: object) -> int:

@@ -1,10 +1,11 @@
 """One ACP child run: spawn, handshake, prompt, settle, tear down.
 
-A run's whole life is one owner task (started by `ACPRun.open`): it owns the managed process
-and the SDK connection from spawn to the end of the ladder, so every resource has exactly one
-owner even though `start`, `result` and `dispose` are called by the holder from other tasks.
-The holder and the owner talk only through events: readiness, settlement, a stop request and
-"done".
+A run's whole life is one owner task: it owns the managed process and the SDK connection from
+spawn to the end of the ladder, so every resource has exactly one owner even though `start`,
+`result` and `dispose` are called by the holder from other tasks. The holder and the owner talk
+only through events: readiness, settlement, a stop request and the task's end. A cold run starts
+its own owner (`ACPRun.open`); a pre-spawned child's owner hands its process to the run
+(`ACPRun.drive_owned`) once `initialize` is done.
 
 Every request is raced against the process exiting, the request's cancel signal and the stop
 request; the SDK's own waits are never trusted to end.
@@ -13,18 +14,19 @@ request; the SDK's own waits are never trusted to end.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
 import anyio
-from acp.schema import TextContentBlock
+from acp.schema import ClientCapabilities, InitializeResponse, NewSessionResponse
 from subagent_core import (
     EventBuffer,
     ManagedProcess,
+    MessageChunk,
     OwnedTask,
-    PermissionEvent,
     SpawnError,
     StopReason,
     SubagentRequest,
@@ -35,23 +37,28 @@ from subagent_core import (
     compose_start_error,
     new_run_id,
     open_managed_process,
-    permission_decision,
-    permission_line,
-    safe_tool_kind,
 )
-from subagent_core import tool_kind as safe_event_kind
 
-from ._bridge import Session, classify_error, discard_rest
+from ._bridge import (
+    MCPServer,
+    Session,
+    classify_error,
+    client_capabilities,
+    discard_rest,
+)
 from ._config import ACPConfig
 from ._facts import (
-    REFUSED_DECISIONS,
     Failure,
     Stage,
     map_stop_reason,
     result_diagnostic,
     teardown_line,
 )
+from ._fs import WorkspaceFiles
+from ._options import Step, session_options
 from ._output import BoundedText
+from ._permission import Permissions
+from ._terminals import Terminals
 from ._transport import SessionUpdate
 from ._updates import event_for, usage_event
 
@@ -64,8 +71,6 @@ _CANCEL_NOTIFY_SECONDS = 1.0
 """Bound on the best-effort `session/cancel` (a child not reading stdin blocks the write)."""
 
 _CLOSE_SECONDS = 1.0
-
-_ALLOW_KINDS = ("allow_once", "allow_always")
 
 # The per-stage category for a schema-invalid answer or any other unexpected exception.
 _UNEXPECTED: dict[Stage, Literal["transport", "protocol", "unknown"]] = {
@@ -91,14 +96,6 @@ class _Raced(Generic[T]):
     error: Exception | None = None
 
 
-def first_allow_option(options: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
-    """The first `(option id, kind)` whose kind is `allow_once` or `allow_always`."""
-    for option_id, kind in options:
-        if kind in _ALLOW_KINDS:
-            return option_id, kind
-    return None
-
-
 class ACPRun(SubagentRun):
     """A published ACP child; `result()` never raises for child failure."""
 
@@ -115,8 +112,7 @@ class ACPRun(SubagentRun):
         self._usage: Usage | None = None
         self._buffer = EventBuffer()
         self._events = self._buffer
-        self._permission: str | None = None
-        self._refused: str | None = None
+        self._permissions = Permissions(config.permission, self._buffer.publish)
         self._result: SubagentResult | None = None
         self._start_error: SubagentStartError | None = None
         self._start_cause: BaseException | None = None
@@ -133,18 +129,18 @@ class ACPRun(SubagentRun):
             + config.dispose_kill_grace_seconds
         )
         # The ladder may run twice (once by us, once more by the process block if the tree
-        # was not confirmed gone), plus the bounded notify/close steps.
-        self._dispose_bound = 2 * graces + _CANCEL_NOTIFY_SECONDS + _CLOSE_SECONDS + 3.0
+        # was not confirmed gone), plus the bounded notify/close steps and the terminals.
+        self._dispose_bound = 2 * graces + _CANCEL_NOTIFY_SECONDS + _CLOSE_SECONDS + 6.0
 
     # -- holder side ---------------------------------------------------------------------
 
-    async def open(self) -> None:
-        """Starts the owner and waits until the child is ready.
+    async def open(self, owner: OwnedTask | None = None) -> None:
+        """Starts the owner (or adopts a pre-spawned child's) and waits until the child is ready.
 
         Raises:
             SubagentStartError: the child could not start; its tree was torn down first.
         """
-        self._owner = OwnedTask.start(self._own, name="subagent_acp.run")
+        self._owner = owner or OwnedTask.start(self._own, name="subagent_acp.run")
         try:
             await self._ready.wait()
         except BaseException:
@@ -161,16 +157,10 @@ class ACPRun(SubagentRun):
 
     async def result(self) -> SubagentResult:
         if self._result is None:
-            async with anyio.create_task_group() as tg:
-
-                async def settle_on_cancel() -> None:
-                    await self._request.cancel.wait()
-                    self._settle("aborted", None)
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(settle_on_cancel)
+            with self._request.cancel.cancel_scope():
                 await self._settled.wait()
-                tg.cancel_scope.cancel()
+            if self._result is None:
+                self._settle("aborted", None)  # the request's cancel signal fired first
         assert self._result is not None
         return self._result
 
@@ -197,7 +187,7 @@ class ACPRun(SubagentRun):
     def _owner_done(self) -> bool:
         return self._owner is None or self._owner.done
 
-    # -- client callbacks (called by the SDK inside the owner's connection) ----------------
+    # -- what the connection reports (the transport's reader task) ---------------------------
 
     def on_update(self, update: SessionUpdate) -> None:
         if self._result is not None:
@@ -205,34 +195,14 @@ class ACPRun(SubagentRun):
         event = event_for(update)
         if event is not None:
             self._buffer.publish(event)
-        if update.session_update == "agent_message_chunk":
-            content = update.content
-            if isinstance(content, TextContentBlock):
-                self._output.add(content.text)
-
-    def decide_permission(
-        self, tool_kind: str | None, options: Sequence[tuple[str, str]]
-    ) -> str | None:
-        policy = self._config.permission
-        choice = first_allow_option(options) if policy == "allow" else None
-        if self._result is None:
-            decision = "cancelled" if choice is None else choice[1]
-            self._permission = permission_line(policy, safe_tool_kind(tool_kind), decision)
-            if decision in REFUSED_DECISIONS:
-                self._refused = self._permission
-            self._buffer.publish(
-                PermissionEvent(
-                    tool_kind=None if tool_kind is None else safe_event_kind(tool_kind),
-                    policy=policy,
-                    decision=permission_decision(decision),
-                )
-            )
-        return None if choice is None else choice[0]
+        if isinstance(event, MessageChunk):
+            self._output.add(event.text)
 
     # -- settlement ------------------------------------------------------------------------
 
     def _settle(self, stop_reason: StopReason, diagnostic: str | None) -> None:
         if self._result is None:
+            self._permissions.recording = False
             self._result = SubagentResult(
                 stop_reason=stop_reason,
                 output=self._output.text(),
@@ -243,52 +213,15 @@ class ACPRun(SubagentRun):
             self._settled.set()
 
     def _settle_facts(self, stop_reason: StopReason, failure: Failure | None) -> None:
-        name = self._config.provider_name
-        diagnostic = result_diagnostic(name, stop_reason, failure, self._permission, self._refused)
+        permissions = self._permissions
+        diagnostic = result_diagnostic(
+            self._config.provider_name,
+            stop_reason,
+            failure,
+            permissions.line,
+            permissions.refused,
+        )
         self._settle(stop_reason, diagnostic)
-
-    # -- owner side ------------------------------------------------------------------------
-
-    async def _own(self) -> None:
-        command = self._config.child_command(self._cwd)
-        try:
-            try:
-                async with open_managed_process(
-                    command.argv,
-                    cwd=command.cwd,
-                    env=command.environment(),
-                    stdin="pipe",
-                    stdout="pipe",
-                    stderr="inherit",
-                    eof_grace_seconds=self._config.dispose_eof_grace_seconds,
-                    term_grace_seconds=self._config.dispose_grace_seconds,
-                    kill_grace_seconds=self._config.dispose_kill_grace_seconds,
-                ) as proc:
-                    self._proc = proc
-                    await self._drive(proc)
-            except SpawnError as error:
-                if self._proc is not None:
-                    raise
-                _log.info("ACP run %s: could not spawn the child (%s)", self.id, error.reason)
-                # A workspace that vanished after it was checked is still a configuration fact.
-                failure = (
-                    Failure("initialize", "configuration")
-                    if error.reason == "bad-cwd"
-                    else Failure("process", "process-start")
-                )
-                self._fail_start(failure, None, error)
-        except Exception as error:
-            # A bug of ours must neither hang nor crash the parent: settle with safe facts.
-            _log.exception("ACP run %s: unexpected failure", self.id)
-            failure = _unexpected(self._stage)
-            if not self._ready.is_set():
-                self._fail_start(failure, None, error)
-            else:
-                self._settle_facts("error", failure)
-        finally:
-            if not self._ready.is_set():
-                self._fail_start(_unexpected(self._stage), None, None)
-            self._settle("aborted", None)
 
     def _fail_start(
         self,
@@ -307,54 +240,149 @@ class ACPRun(SubagentRun):
         self._start_cause = cause
         self._ready.set()
 
-    async def _drive(self, proc: ManagedProcess) -> None:
-        assert proc.stdin is not None
-        assert proc.stdout is not None
-        session = Session(
-            self,
-            proc.stdin,
-            proc.stdout,
-            max_frame_bytes=self._config.max_frame_bytes,
-            write_timeout_seconds=self._config.write_timeout_seconds,
-        )
+    # -- owner side ------------------------------------------------------------------------
+
+    async def _own(self) -> None:
+        """The cold path: spawn the child, then drive it."""
+        config = self._config
+        command = config.child_command(self._cwd)
+        try:
+            async with open_managed_process(
+                command.argv,
+                cwd=command.cwd,
+                env=command.environment(),
+                stdin="pipe",
+                stdout="pipe",
+                stderr="inherit",
+                eof_grace_seconds=config.dispose_eof_grace_seconds,
+                term_grace_seconds=config.dispose_grace_seconds,
+                kill_grace_seconds=config.dispose_kill_grace_seconds,
+            ) as proc:
+                await self.drive_owned(proc, open_session(proc, config), None)
+        except SpawnError as error:
+            _log.info("ACP run %s: could not spawn the child (%s)", self.id, error.reason)
+            # A workspace that vanished after it was checked is still a configuration fact.
+            failure = (
+                Failure("initialize", "configuration")
+                if error.reason == "bad-cwd"
+                else Failure("process", "process-start")
+            )
+            self._fail_start(failure, None, error)
+        finally:
+            if not self._ready.is_set():
+                self._fail_start(_unexpected(self._stage), None, None)
+            self._settle("aborted", None)
+
+    async def drive_owned(
+        self,
+        proc: ManagedProcess,
+        session: Session,
+        initialized: InitializeResponse | None,
+    ) -> None:
+        """Drives the child from its handshake (or after `initialize`, for a pre-spawned one)
+        to the end of its teardown; the caller's block owns the process."""
+        self._proc = proc
         self._session = session
         try:
-            failure, cause, cancelled = await self._handshake(session)
-            if failure is not None or cancelled:
-                gone = await self._teardown(proc, session)
-                cleanup = None if gone else teardown_line(self._config.provider_name, proc.outcome)
-                self._fail_start(failure, cleanup, cause, cancelled=cancelled)
-                return
-            self._ready.set()
-            await self._prompt(session)
-            await self._stop.wait()
+            await self._drive(proc, session, initialized)
+        except Exception as error:
+            # A bug of ours must neither hang nor crash the parent: settle with safe facts.
+            _log.exception("ACP run %s: unexpected failure", self.id)
+            failure = _unexpected(self._stage)
+            if not self._ready.is_set():
+                self._fail_start(failure, None, error)
+            else:
+                self._settle_facts("error", failure)
+        finally:
+            if not self._ready.is_set():
+                self._fail_start(_unexpected(self._stage), None, None)
+            self._settle("aborted", None)
+
+    async def _drive(
+        self, proc: ManagedProcess, session: Session, initialized: InitializeResponse | None
+    ) -> None:
+        config = self._config
+        failure: Failure | None = None
+        cause: BaseException | None = None
+        cancelled = False
+        try:
+            async with anyio.create_task_group() as services:
+                terminals = Terminals(services, self._cwd) if config.terminal else None
+                session.client.bind(
+                    self._permissions,
+                    files=None if config.fs == "none" else WorkspaceFiles(self._cwd),
+                    writes=config.fs == "read-write",
+                    allow_writes=self._request.allow_writes,
+                    terminals=terminals,
+                )
+                session.transport.on_update = self.on_update
+                try:
+                    failure, cause, cancelled = await self._handshake(session, initialized)
+                    if failure is None and not cancelled:
+                        self._ready.set()
+                        await self._prompt(session)
+                        await self._stop.wait()
+                finally:
+                    # Terminals end first: their trees die with the run.
+                    if terminals is not None:
+                        terminals.close()
+                    services.cancel_scope.cancel()
             gone = await self._teardown(proc, session)
-            if not gone:
-                self._teardown_line = teardown_line(self._config.provider_name, proc.outcome)
+            cleanup = None if gone else teardown_line(config.provider_name, proc.outcome)
+            if not self._ready.is_set():
+                self._fail_start(failure, cleanup, cause, cancelled=cancelled)
+            else:
+                self._teardown_line = cleanup
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_SECONDS):
                 await session.close()
 
     async def _handshake(
-        self, session: Session
+        self, session: Session, initialized: InitializeResponse | None
     ) -> tuple[Failure | None, BaseException | None, bool]:
         self._stage = "initialize"
-        raced = await self._race(session.initialize)
+        if initialized is None:
+            capabilities = capabilities_for(self._config)
+            raced_init = await self._race(lambda: session.initialize(capabilities))
+            if raced_init.kind == "cancel":
+                return None, None, True
+            if raced_init.kind != "value" or raced_init.value is None:
+                return self._failure("initialize", raced_init), raced_init.error, False
+            initialized = raced_init.value
+        self._stage = "new-session"
+        mcp_servers = self._mcp_servers(initialized)
+        if mcp_servers is None:
+            return Failure("new-session", "configuration"), None, False
+        raced = await self._race(lambda: session.new_session(str(self._cwd), mcp_servers))
         if raced.kind == "cancel":
             return None, None, True
-        if raced.kind != "value":
-            return self._failure("initialize", raced), raced.error, False
-        self._stage = "new-session"
-        raced_id = await self._race(lambda: session.new_session(str(self._cwd)))
-        if raced_id.kind == "cancel":
-            return None, None, True
-        if raced_id.kind != "value":
-            return self._failure("new-session", raced_id), raced_id.error, False
-        session_id = raced_id.value
-        if not isinstance(session_id, str) or session_id == "":
+        if raced.kind != "value" or raced.value is None:
+            return self._failure("new-session", raced), raced.error, False
+        response = raced.value
+        session_id = response.session_id
+        if session_id == "":
             _log.info("ACP run %s: the child returned no usable session id", self.id)
             return Failure("new-session", "protocol"), None, False
         self._session_id = session_id
+        return await self._select_options(session, session_id, response)
+
+    def _mcp_servers(self, initialized: InitializeResponse) -> list[MCPServer] | None:
+        """The servers to pass in `session/new`, or `None` when the child cannot take them."""
+        return []
+
+    async def _select_options(
+        self, session: Session, session_id: str, response: NewSessionResponse
+    ) -> tuple[Failure | None, BaseException | None, bool]:
+        """Applies `ACPConfig.mode` / `.model` when the child offers them."""
+        for step in session_options(self._config, response):
+            if step is None:
+                _log.info("ACP run %s: the child does not offer the configured mode/model", self.id)
+                return Failure("new-session", "configuration"), None, False
+            raced = await self._race(partial(_apply_option, session, session_id, step))
+            if raced.kind == "cancel":
+                return None, None, True
+            if raced.kind != "value":
+                return self._failure("new-session", raced), raced.error, False
         return None, None, False
 
     async def _prompt(self, session: Session) -> None:
@@ -366,8 +394,7 @@ class ACPRun(SubagentRun):
             self._settle("aborted", None)
             await self._notify_cancel(session, session_id)
             return
-        if raced.kind == "value":
-            assert raced.value is not None
+        if raced.kind == "value" and raced.value is not None:
             acp_stop_reason, usage = raced.value
             event = usage_event(usage)
             if event is not None:
@@ -443,45 +470,68 @@ class ACPRun(SubagentRun):
         finished: list[_Raced[T]] = []
         operation_done = anyio.Event()
 
-        async with anyio.create_task_group() as tg:
+        with self._request.cancel.cancel_scope():
+            async with anyio.create_task_group() as tg:
 
-            def finish(raced: _Raced[T]) -> None:
-                if not finished:
-                    finished.append(raced)
-                    tg.cancel_scope.cancel()
+                def finish(raced: _Raced[T]) -> None:
+                    if not finished:
+                        finished.append(raced)
+                        tg.cancel_scope.cancel()
 
-            async def run_operation() -> None:
-                try:
-                    value = await operation()
-                except Exception as error:
+                async def run_operation() -> None:
+                    try:
+                        value = await operation()
+                    except Exception as error:
+                        operation_done.set()
+                        if classify_error(error) == "connection-lost":
+                            # Wait for the process outcome before the failure is classified.
+                            with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
+                                await proc.wait()
+                        finish(_Raced("error", error=error))
+                        return
                     operation_done.set()
-                    if classify_error(error) == "connection-lost":
-                        # Wait for the process outcome before the failure is classified.
-                        with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
-                            await proc.wait()
-                    finish(_Raced("error", error=error))
-                    return
-                operation_done.set()
-                finish(_Raced("value", value))
+                    finish(_Raced("value", value))
 
-            async def watch_exit() -> None:
-                await proc.wait()
-                # A reply written just before exiting is still delivered (EOF ends the wait
-                # early; a grandchild holding stdout open cannot stretch it past the bound).
-                with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
-                    await operation_done.wait()
-                finish(_Raced("exit"))
+                async def watch_exit() -> None:
+                    await proc.wait()
+                    # A reply written just before exiting is still delivered (EOF ends the
+                    # wait early; a grandchild holding stdout cannot stretch it past the bound).
+                    with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
+                        await operation_done.wait()
+                    finish(_Raced("exit"))
 
-            async def watch_cancel() -> None:
-                await self._request.cancel.wait()
-                finish(_Raced("cancel"))
+                async def watch_stop() -> None:
+                    await self._stop.wait()
+                    finish(_Raced("cancel"))
 
-            async def watch_stop() -> None:
-                await self._stop.wait()
-                finish(_Raced("cancel"))
+                tg.start_soon(run_operation)
+                tg.start_soon(watch_exit)
+                tg.start_soon(watch_stop)
+        return finished[0] if finished else _Raced("cancel")
 
-            tg.start_soon(run_operation)
-            tg.start_soon(watch_exit)
-            tg.start_soon(watch_cancel)
-            tg.start_soon(watch_stop)
-        return finished[0]
+
+async def _apply_option(session: Session, session_id: str, step: Step) -> None:
+    kind, config_id, value = step
+    if kind == "mode":
+        await session.set_mode(session_id, value)
+    else:
+        await session.set_config_option(session_id, config_id, value)
+
+
+def open_session(proc: ManagedProcess, config: ACPConfig) -> Session:
+    """The SDK connection over a freshly spawned child's pipes."""
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    return Session(
+        proc.stdin,
+        proc.stdout,
+        max_frame_bytes=config.max_frame_bytes,
+        write_timeout_seconds=config.write_timeout_seconds,
+    )
+
+
+def capabilities_for(config: ACPConfig) -> ClientCapabilities:
+    """The client capabilities `initialize` advertises for `config` (fixed at spawn)."""
+    return client_capabilities(
+        read=config.fs != "none", write=config.fs == "read-write", terminal=config.terminal
+    )

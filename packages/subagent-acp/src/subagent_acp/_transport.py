@@ -95,7 +95,8 @@ class ChildTransport:
     ) -> None:
         self._reader = reader
         self._stdin = stdin
-        self._on_update = on_update
+        self.on_update = on_update
+        """Receives each `session/update` in arrival order (set when a run binds the connection)."""
         self._write_timeout = write_timeout_seconds
         self._send_lock = anyio.Lock()
         self._receive_scope: anyio.CancelScope | None = None
@@ -198,7 +199,7 @@ class ChildTransport:
         except ValidationError:
             _log.debug("dropped a schema-invalid session/update (%d bytes)", size)
             return
-        self._on_update(notification.update)
+        self.on_update(notification.update)
 
     async def _refuse(self, request_id: object) -> None:
         error = {"code": REFUSAL_CODE, "message": REFUSAL_MESSAGE}

@@ -67,6 +67,9 @@ KNOBS = frozenset(
         "duplicate_answers",
         "updates",
         "usage",
+        "fs_ops",
+        "terminal",
+        "concurrent_permissions",
     }
 )
 
@@ -151,6 +154,7 @@ class FakeChild:
         self._prompt_id: object = None
         self._flow: Flow | None = None
         self._waiting_for: int | None = None
+        self._answers: dict[object, Message] = {}
         self._grandchild: subprocess.Popen[bytes] | None = None
 
     # -- wire ------------------------------------------------------------------------------
@@ -395,6 +399,9 @@ class FakeChild:
             answer = yield request_id
             code = _dict(answer.get("error")).get("code", "ok")
             self._chunk(f"[{method} -> {code}]")
+        yield from self._fs_flow()
+        yield from self._terminal_flow()
+        yield from self._concurrent_permissions()
         stop_reason: object = script.get("stop_reason", "end_turn")
         requests: object = script.get("permission")
         listed: list[object] = [requests] if isinstance(requests, dict) else _list(requests)
@@ -453,6 +460,81 @@ class FakeChild:
         if isinstance(after, str):
             for piece in _split(after, int(script.get("chunks", 1))):
                 self._chunk(piece)
+
+    def _call(self, method: str, params: Message) -> Generator[int, Message, Message]:
+        """Sends one request to the client and returns its answer."""
+        request_id = self._request(method, {"sessionId": self._session_id, **params})
+        self._flush()
+        answer = yield request_id
+        return answer
+
+    def _fs_flow(self) -> Flow:
+        """`fs_ops`: `[{"op": "read"|"write", "path", "content", "line", "limit"}]`; emits
+        `[read -> ok <content>]`, `[write -> ok]` or `[<op> -> <code> <message>]` per op."""
+        for raw in _list(self._script.get("fs_ops")):
+            op = _dict(raw)
+            kind = str(op.get("op", "read"))
+            params: Message = {"path": op.get("path")}
+            for key in ("line", "limit", "content"):
+                if key in op:
+                    params[key] = op[key]
+            method = "fs/write_text_file" if kind == "write" else "fs/read_text_file"
+            answer = yield from self._call(method, params)
+            error = _dict(answer.get("error"))
+            if error:
+                self._chunk(f"[{kind} -> {error.get('code')} {error.get('message')}]")
+            elif kind == "read":
+                self._chunk(f"[read -> ok {_dict(answer.get('result')).get('content')}]")
+            else:
+                self._chunk("[write -> ok]")
+
+    def _terminal_flow(self) -> Flow:
+        """`terminal`: `{"command", "args", "cwd", "env", "output_byte_limit", "wait", "kill",
+        "release"}`: create a terminal, then optionally wait for it / kill it / release it;
+        emits what each step answered."""
+        spec = _dict(self._script.get("terminal"))
+        if not spec:
+            return
+        params: Message = {"command": spec.get("command", "true"), "args": spec.get("args", [])}
+        if "cwd" in spec:
+            params["cwd"] = spec["cwd"]
+        if "env" in spec:
+            params["env"] = [{"name": k, "value": v} for k, v in _dict(spec["env"]).items()]
+        if "output_byte_limit" in spec:
+            params["outputByteLimit"] = spec["output_byte_limit"]
+        answer = yield from self._call("terminal/create", params)
+        error = _dict(answer.get("error"))
+        if error:
+            self._chunk(f"[terminal -> {error.get('code')} {error.get('message')}]")
+            return
+        terminal = {"terminalId": _dict(answer.get("result")).get("terminalId")}
+        self._chunk("[terminal -> created]")
+        if spec.get("kill"):
+            yield from self._call("terminal/kill", terminal)
+        if spec.get("wait") or spec.get("kill"):
+            answer = yield from self._call("terminal/wait_for_exit", terminal)
+            result = _dict(answer.get("result"))
+            self._chunk(f"[exit -> {result.get('exitCode')} {result.get('signal')}]")
+            answer = yield from self._call("terminal/output", terminal)
+            result = _dict(answer.get("result"))
+            self._chunk(f"[output -> {result.get('truncated')} {result.get('output')}]")
+        if spec.get("release"):
+            yield from self._call("terminal/release", terminal)
+
+    def _concurrent_permissions(self) -> Flow:
+        """`concurrent_permissions`: `{"count", "tool_kind"}`: send `count` permission requests
+        at once, then emit `[<i> -> selected|cancelled|<error code>]` for each answer."""
+        spec = _dict(self._script.get("concurrent_permissions"))
+        ids: list[int] = []
+        for _ in range(int(spec.get("count", 0))):
+            params = self._permission_params({"tool_kind": spec.get("tool_kind", "read")})
+            ids.append(self._request("session/request_permission", params))
+        self._flush()
+        for index, request_id in enumerate(ids):
+            answer = yield request_id
+            error = _dict(answer.get("error"))
+            outcome = _dict(_dict(answer.get("result")).get("outcome")).get("outcome")
+            self._chunk(f"[{index} -> {error.get('code') if error else outcome}]")
 
     def _flood(self, flood: Mapping[str, Any]) -> None:
         """Sends `count` requests without reading stdin, then never reads it again."""
@@ -532,8 +614,11 @@ class FakeChild:
         request_id = message.get("id")
         params = _dict(message.get("params"))
         if method is None:
-            if request_id is not None and request_id == self._waiting_for:
-                self._advance(message)
+            if request_id is not None and self._flow is not None:
+                # Answers may come in any order: keep them until the flow asks for them.
+                self._answers[request_id] = message
+                while self._waiting_for is not None and self._waiting_for in self._answers:
+                    self._advance(self._answers.pop(self._waiting_for))
             return
         if method == "initialize":
             self._on_initialize(request_id)
@@ -543,6 +628,10 @@ class FakeChild:
             self._on_prompt(request_id)
         elif method == "session/cancel":
             self._on_cancel()
+        elif method == "session/set_mode":
+            self._respond(request_id, {})
+        elif method == "session/set_config_option":
+            self._respond(request_id, {"configOptions": []})
         elif request_id is not None:
             self._respond_error(request_id, -32601, "Method not found", {"method": method})
 
