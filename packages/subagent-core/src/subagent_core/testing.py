@@ -22,6 +22,8 @@ import anyio
 import psutil
 
 from . import _process
+from ._import_graph import find_cycle as find_cycle
+from ._import_graph import import_graph as import_graph
 from ._process_tree import ProcessTree
 
 _PR_SET_CHILD_SUBREAPER = 36
