@@ -29,7 +29,11 @@ from model_agent._tool import RequestContext, ToolOutcome
 from subagent_core import CancelSignal
 from subagent_core.testing import poll_until
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands"),
+    # Every test: nothing a call started is alive afterwards (zombies count as gone).
+    pytest.mark.usefixtures("process_leak_guard"),
+]
 
 BASH = "/bin/bash"
 
@@ -650,3 +654,27 @@ async def test_an_outer_cancel_without_the_signal_still_leaves_no_process(
             await wait_for_file(workspace / "ready")
             tg.cancel_scope.cancel()
     assert finished == []
+
+
+ESCAPES = {
+    "fifty-setsid-sleepers": "for i in $(seq 50); do setsid sleep 1000 & done; echo started",
+    "double-fork-daemon-holding-stdout": "(setsid sh -c 'sleep 1000 & exit 0' &); echo started",
+    "double-fork-daemon-closing-stdout": (
+        "(setsid sh -c 'sleep 1000 </dev/null >/dev/null 2>&1 & exit 0' &); echo started"
+    ),
+    "env-cleared-daemon": "(env -i /bin/sh -c 'setsid sleep 1000 </dev/null >/dev/null 2>&1 &'); echo started",
+    "term-trapping-grandchild": "(trap '' TERM; exec setsid sleep 1000) & echo started",
+}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux containment")
+@pytest.mark.parametrize("command", list(ESCAPES.values()), ids=list(ESCAPES))
+async def test_nothing_a_call_started_outlives_it(
+    workspace: Path, process_leak_guard: list[int], command: str
+) -> None:
+    """The shell exits at once; whatever it left behind is gone when the call returns."""
+    with anyio.fail_after(30):
+        outcome = await make_tool().call({"command": command}, make_context(workspace))
+    data = result_of(outcome)
+    assert (data["status"], data["exitCode"], data["stdout"]) == ("completed", 0, "started\n")
+    assert len(process_leak_guard) == 1

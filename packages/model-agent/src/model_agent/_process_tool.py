@@ -34,7 +34,6 @@ from subagent_core import (
 )
 
 from ._output_buffer import HeadTailBuffer
-from ._process_sweep import MARKER_VARIABLE, new_marker, sweep_marked
 from ._shell import shell_argv
 from ._tool import RequestContext, ToolOutcome
 
@@ -303,9 +302,7 @@ class ProcessExecuteTool:
         cancel: CancelSignal,
     ) -> ToolOutcome:
         self._enter("starting")
-        marker = new_marker()
         env = process_environment()
-        env[MARKER_VARIABLE] = marker
         streams = _Streams(HeadTailBuffer(), HeadTailBuffer())
         verdict = _Verdict()
         started = anyio.current_time()
@@ -322,15 +319,9 @@ class ProcessExecuteTool:
                 kill_grace_seconds=self._kill_grace,
             ) as proc:
                 self._enter("running")
-                try:
-                    reason = await self._supervise(proc, parsed, cancel, streams, verdict, marker)
-                except BaseException:
-                    # Cancelled from outside (not by the signal) or a bug: the managed process
-                    # runs its ladder on the way out; escapees still need the sweep.
-                    with anyio.CancelScope(shield=True):
-                        await proc.terminate(0.0, self._term_grace, self._kill_grace)
-                        await anyio.to_thread.run_sync(sweep_marked, marker)
-                    raise
+                # Cancelled from outside (not by the signal), the managed process still tears
+                # the whole tree down on the way out, escapees included.
+                reason = await self._supervise(proc, parsed, cancel, streams, verdict)
                 outcome = proc.outcome
         except SpawnError as error:
             return self._fail(f"process_execute could not start the shell ({error.reason})")
@@ -364,22 +355,20 @@ class ProcessExecuteTool:
         cancel: CancelSignal,
         streams: _Streams,
         verdict: _Verdict,
-        marker: str,
     ) -> _Reason:
         """Races exit, timeout, cancel and output failure; then tears down, bounded."""
         streams.drained = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(_pump, proc.stdout, streams, streams.stdout, verdict)
             tg.start_soon(_pump, proc.stderr, streams, streams.stderr, verdict)
-            watchers = anyio.CancelScope()
+            exit_watch = anyio.CancelScope()
 
-            async def watch() -> None:
-                with watchers:
-                    async with anyio.create_task_group() as inner:
-                        inner.start_soon(_watch_exit, proc, verdict)
-                        inner.start_soon(_keep_snapshots, proc)
+            async def watch_exit() -> None:
+                with exit_watch:
+                    await proc.wait()
+                    verdict.offer("exit")
 
-            tg.start_soon(watch)
+            tg.start_soon(watch_exit)
             # Cancel and timeout end this wait; exit and output failures offer themselves.
             offered = False
             with anyio.move_on_after(parsed.timeout_ms / 1000), cancel.cancel_scope():
@@ -388,13 +377,13 @@ class ProcessExecuteTool:
             if not offered:
                 verdict.offer("cancel" if cancel.cancelled else "timeout")
             reason = verdict.commit()
-            watchers.cancel()
+            exit_watch.cancel()
             if reason == "exit":
                 # Committed now: the drain and teardown that follow only clean up.
                 self._enter(_status(reason, proc.outcome))
             else:
                 self._enter("terminating")
-            await self._finish(proc, reason, cancel, streams, marker)
+            await self._finish(proc, reason, cancel, streams)
             tg.cancel_scope.cancel()
         return verdict.commit()
 
@@ -404,7 +393,6 @@ class ProcessExecuteTool:
         reason: _Reason,
         cancel: CancelSignal,
         streams: _Streams,
-        marker: str,
     ) -> bool:
         """Bounded drain and teardown; True when the call's tree is confirmed gone.
 
@@ -417,10 +405,8 @@ class ProcessExecuteTool:
             if reason == "exit":
                 with anyio.move_on_after(self._drain_grace), cancel.cancel_scope():
                     await streams.drained.wait()
+            # The whole tree, `setsid` and double-fork escapees included (core containment).
             gone = await proc.terminate(0.0, self._term_grace, self._kill_grace)
-            # A `setsid` grandchild orphaned before any snapshot saw it is outside the known
-            # tree, whether or not it holds a pipe: every call ends with a sweep for its marker.
-            await anyio.to_thread.run_sync(sweep_marked, marker)
             with anyio.move_on_after(self._kill_grace):
                 await streams.drained.wait()
         return gone
@@ -467,19 +453,3 @@ async def _pump(
         streams.finished += 1
         if streams.finished == 2 and streams.drained is not None:
             streams.drained.set()
-
-
-async def _watch_exit(proc: ManagedProcess, verdict: _Verdict) -> None:
-    await proc.wait()
-    verdict.offer("exit")
-
-
-async def _keep_snapshots(proc: ManagedProcess) -> None:
-    """Records descendants while the command runs, so `setsid` escapees are still signalled."""
-    delay = 0.01
-    while True:
-        await anyio.sleep(delay)
-        if proc.outcome is not None:
-            return
-        proc.snapshot()
-        delay = min(delay * 2, 1.0)
