@@ -409,3 +409,18 @@ async def test_an_http_server_dying_mid_call_fails_the_call_not_the_run(workspac
     assert (result.status, result.output) == ("completed", "done")
     closed = "MCP tool call failed: the connection to server web is closed"
     assert tool_messages(server.requests[-1]) == [closed, closed]
+
+
+async def test_a_server_silent_at_start_is_left_out_after_its_connect_timeout(
+    workspace: Path,
+) -> None:
+    command, *args = mcp_test_server_command("silent")
+    silent = MCPStdioServer(
+        name="mute", command=command, args=tuple(args), connect_timeout_seconds=1
+    )
+    script = [{"match": "[parent]", "replies": [answer("done")]}]
+    result, server = await run_agent(script, workspace, [silent, notes_server()])
+    assert result.status == "completed"
+    names = offered(server.requests[0])
+    assert READ in names
+    assert not [name for name in names if name.startswith("mute__")]

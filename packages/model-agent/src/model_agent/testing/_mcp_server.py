@@ -4,10 +4,11 @@ Tools: `read_note` (annotated `readOnlyHint: true`: echoes a note) and `write_ma
 (not read-only: writes a file). `--behaviour` turns the server hostile when `read_note` is
 called: `hang` (never answers), `flood` (endless stdout bytes without a newline), `crash`
 (exits at once) or `grandchild` (starts a `setsid` grandchild holding the protocol's stdout,
-writes its pid to `--pid-file`, then never answers).
+writes its pid to `--pid-file`, then never answers). `silent` never answers anything, not even
+`initialize`, and ignores the end of its stdin.
 
     python -m model_agent.testing._mcp_server [--pid-file FILE] [--http]
-        [--behaviour normal|hang|flood|crash|grandchild]
+        [--behaviour normal|hang|flood|crash|grandchild|silent]
 
 `mcp_test_server_command()` gives that argv for the current interpreter (importing it does
 not import the MCP SDK).
@@ -29,8 +30,8 @@ import anyio
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-Behaviour = Literal["normal", "hang", "flood", "crash", "grandchild"]
-BEHAVIOURS: tuple[Behaviour, ...] = ("normal", "hang", "flood", "crash", "grandchild")
+Behaviour = Literal["normal", "hang", "flood", "crash", "grandchild", "silent"]
+BEHAVIOURS: tuple[Behaviour, ...] = ("normal", "hang", "flood", "crash", "grandchild", "silent")
 
 _FLOOD_CHUNK = b"x" * 65536
 
@@ -125,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             pass
         return 0
+    if args.behaviour == "silent":
+        sys.stdin.buffer.read()
+        anyio.run(anyio.sleep_forever)
     wire = os.dup(1)
     build_server(args.behaviour, args.pid_file, wire=wire).run("stdio")
     return 0
