@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, cast
 
-from subagent_core import ChildCommand
+from subagent_core import DEFAULT_MAX_OUTPUT_BYTES, ChildCommand
 
 from ._permission import PermissionCallback, PermissionSetting
 
@@ -26,9 +26,6 @@ FileSystemMode = Literal["none", "read", "read-write"]
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 """Longest line accepted from a child (16 MiB): the ACP SDK itself has no cap."""
-
-DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024
-"""Most output text kept per run (8 MiB); the rest is dropped behind a fixed marker."""
 
 DEFAULT_WRITE_TIMEOUT_SECONDS = 10.0
 """How long one write to a child that does not read its stdin may block before the run ends."""

@@ -23,6 +23,7 @@ from typing import Generic, Literal, TypeVar
 import anyio
 from acp.schema import ClientCapabilities, InitializeResponse, NewSessionResponse
 from subagent_core import (
+    BoundedText,
     EventBuffer,
     ManagedProcess,
     MessageChunk,
@@ -55,8 +56,8 @@ from ._facts import (
     teardown_line,
 )
 from ._fs import WorkspaceFiles
+from ._mcp import mcp_servers_for
 from ._options import Step, session_options
-from ._output import BoundedText
 from ._permission import Permissions
 from ._terminals import Terminals
 from ._transport import SessionUpdate
@@ -205,7 +206,7 @@ class ACPRun(SubagentRun):
             self._permissions.recording = False
             self._result = SubagentResult(
                 stop_reason=stop_reason,
-                output=self._output.text(),
+                output=self._output.text,
                 diagnostic=diagnostic,
                 usage=self._usage,
             )
@@ -368,7 +369,10 @@ class ACPRun(SubagentRun):
 
     def _mcp_servers(self, initialized: InitializeResponse) -> list[MCPServer] | None:
         """The servers to pass in `session/new`, or `None` when the child cannot take them."""
-        return []
+        servers = mcp_servers_for(self._request.mcp_servers, initialized)
+        if servers is None:
+            _log.info("ACP run %s: the child does not take the request's MCP servers", self.id)
+        return servers
 
     async def _select_options(
         self, session: Session, session_id: str, response: NewSessionResponse
