@@ -154,7 +154,7 @@ class Agent:
                     mcp_tools=mcp_tools,
                 )
                 context.observer = self._gated(context)
-                run = _Run(self, context, toolset)
+                run = _Run(self._config, self._history, context, toolset)
                 try:
                     result = await run.execute(prompt)
                 finally:
@@ -195,12 +195,18 @@ class _Ending:
 class _Run:
     """The state of one `Agent.run`."""
 
-    def __init__(self, agent: Agent, context: RequestContext, toolset: Toolset) -> None:
-        self._agent = agent
-        self._config = agent._config
+    def __init__(
+        self,
+        config: AgentConfig,
+        history: list[ChatMessage],
+        context: RequestContext,
+        toolset: Toolset,
+    ) -> None:
+        self._config = config
         self._toolset = toolset
-        self._history = agent._history
-        self._system = agent.system_message()
+        self._history = history
+        """The agent's conversation, extended in place as the run goes."""
+        self._system = {"role": "system", "content": _system_prompt(config)}
         self._context = context
         self._input_tokens: int | None = None
         self._output_tokens: int | None = None

@@ -146,7 +146,8 @@ class ScriptedModelServer:
             offset += reply.times
         return replies[-1]
 
-    async def _serve_connection(self, stream: anyio.abc.ByteStream) -> None:
+    async def serve_connection(self, stream: anyio.abc.ByteStream) -> None:
+        """Answers the requests of one accepted connection until it closes."""
         self.connection_count += 1
         async with stream:
             reader = BufferedByteReceiveStream(stream)
@@ -462,7 +463,7 @@ async def open_scripted_model_server(
         server = ScriptedModelServer(rules, bound)
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(listener.serve, server._serve_connection)
+                group.start_soon(listener.serve, server.serve_connection)
                 try:
                     yield server
                 finally:
