@@ -32,7 +32,8 @@ def test_defaults() -> None:
         config.max_frame_bytes,
         config.max_output_bytes,
         config.write_timeout_seconds,
-    ) == (1.0, 6.0, 3.0, 3.0, 16 * 1024 * 1024, 8 * 1024 * 1024, 10.0)
+    ) == (1.0, 0.5, 0.5, 3.0, 16 * 1024 * 1024, 8 * 1024 * 1024, 10.0)
+    assert config.prewarm == 0
 
 
 def test_relative_cwd_is_resolved_at_construction(
@@ -79,6 +80,10 @@ def test_relative_cwd_is_resolved_at_construction(
         ("max_output_bytes", 1.5),
         ("write_timeout_seconds", 0),
         ("write_timeout_seconds", math.inf),
+        ("prewarm", -1),
+        ("prewarm", 65),
+        ("prewarm", True),
+        ("prewarm", 1.0),
     ],
 )
 def test_invalid_values_name_their_key(key: str, value: object) -> None:

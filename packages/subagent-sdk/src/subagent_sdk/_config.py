@@ -21,6 +21,9 @@ from ._output import DEFAULT_MAX_OUTPUT_BYTES
 
 DEFAULT_PROVIDER_NAME: Final = "dsh-sdk"
 
+MAX_PREWARM: Final = 64
+"""Most warm runtimes one provider keeps."""
+
 
 def _no_env() -> dict[str, str | None]:
     return {}
@@ -69,9 +72,10 @@ class SDKConfig:
     """Explicit child env laid over the scrubbed parent env; `None` removes a name (read-only)."""
     shutdown_timeout_seconds: float = 1.0
     """Bound on the `shutdown` request before the ladder."""
-    dispose_eof_grace_seconds: float = 6.0
-    """After stdin EOF, before SIGTERM."""
-    dispose_grace_seconds: float = 3.0
+    dispose_eof_grace_seconds: float = 0.5
+    """After stdin EOF, before SIGTERM. Short: `shutdown` already asked the runtime to flush
+    and exit, a cooperative one exits on EOF in milliseconds, and many ignore EOF entirely."""
+    dispose_grace_seconds: float = 0.5
     """After SIGTERM, before SIGKILL."""
     dispose_kill_grace_seconds: float = 3.0
     """After SIGKILL, before reporting the tree not gone."""
@@ -81,6 +85,8 @@ class SDKConfig:
     """Longest output a run keeps (UTF-8 bytes); longer text is cut with a marker."""
     write_timeout_seconds: float = DEFAULT_WRITE_TIMEOUT_SECONDS
     """A write to the runtime blocked this long (it stopped reading) ends the run: `transport`."""
+    prewarm: int = 0
+    """Runtimes kept spawned and past `initialize`, each used for one run (0: none)."""
 
     def __post_init__(self) -> None:
         # Values may come from a config file, so every check works on `object`.
@@ -105,6 +111,13 @@ class SDKConfig:
         for key in ("max_frame_bytes", "max_output_bytes"):
             if not _positive_int(getattr(self, key)):
                 raise _reject(key, "must be a positive int")
+        prewarm = cast(object, self.prewarm)
+        if not (
+            isinstance(prewarm, int)
+            and not isinstance(prewarm, bool)
+            and 0 <= prewarm <= MAX_PREWARM
+        ):
+            raise _reject("prewarm", f"must be an int from 0 to {MAX_PREWARM}")
 
     @property
     def child_command(self) -> ChildCommand:
@@ -127,6 +140,7 @@ class SDKConfig:
 
 
 def _positive_int(value: object) -> bool:
+    """True for an int above zero (a bool is not an int here)."""
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 

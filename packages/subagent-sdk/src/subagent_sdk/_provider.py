@@ -1,5 +1,9 @@
 """`SDKProvider`: each run is a fresh SDK runtime, one fresh session and one prompt.
 
+With `prewarm > 0` the fresh runtime usually comes from the provider's warm pool (spawned and
+past `initialize` in the background, used for exactly one run); otherwise, or when none is
+ready for the run's cwd, it is started cold.
+
 Start: pre-cancel spawns nothing; the workspace is resolved before any spawn; spawn and
 `initialize` run inside the cancel signal's scope; any failure rolls the runtime back before the
 start error is raised. A published run prompts at once (its driver is one `OwnedTask`, also
@@ -12,6 +16,8 @@ from __future__ import annotations
 import logging
 import uuid
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 import anyio
 from subagent_core import (
@@ -31,6 +37,7 @@ from ._client import OUTCOME_WAIT_SECONDS, SDKClient
 from ._config import SDKConfig, usable_cwd
 from ._errors import TransportClosedError
 from ._mapping import error_category, turn_end_result
+from ._pool import WarmPool
 from ._transcript import RunTranscript
 
 _log = logging.getLogger("subagent_sdk")
@@ -69,6 +76,15 @@ class SDKProvider:
 
     def __init__(self, config: SDKConfig) -> None:
         self._config = config
+        self._pool = (
+            WarmPool(
+                config.prewarm,
+                self._spawn_ready,
+                cwd=None if config.cwd is None else Path(config.cwd),
+            )
+            if config.prewarm > 0
+            else None
+        )
 
     @property
     def name(self) -> str:
@@ -103,8 +119,79 @@ class SDKProvider:
             kill_grace_seconds=config.dispose_kill_grace_seconds,
         )
 
+    async def _spawn_ready(self, cwd: Path) -> SDKClient:
+        """A runtime for `cwd`, started and past `initialize`; nothing is left when it raises."""
+        config = self._config
+        client = self._client(cwd)
+        try:
+            await client.start()
+            await client.initialize(
+                cwd=str(cwd),
+                provider=config.provider,
+                model=config.model,
+                max_tokens=config.max_tokens,
+            )
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await client.close()
+            raise
+        return client
+
+    @property
+    def warm_count(self) -> int:
+        """Runtimes the warm pool holds now (idle, starting or closing); 0 without `prewarm`."""
+        return 0 if self._pool is None else self._pool.population
+
+    async def warm_up(self, cwd: Path | None = None) -> None:
+        """Fills the warm pool now and waits until it is full (or a start failed).
+
+        `cwd` is needed only when the config has none (the pool then warms for it). Without
+        `prewarm` it does nothing. Start failures are host-log facts, never raised.
+        """
+        pool, config_cwd = self._pool, self._config.cwd
+        target = Path(config_cwd) if config_cwd is not None else cwd
+        if pool is not None and target is not None:
+            await pool.warm_up(target)
+
+    async def aclose(self) -> None:
+        """Tears down every warm runtime and stops refilling (shielded, bounded; idempotent).
+
+        Runs already started are not affected, and later `start()` calls start cold. Call it
+        when the provider is unregistered: the registry does not own providers.
+        """
+        if self._pool is not None:
+            await self._pool.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _take_warm(self, cwd: Path, request: SubagentRequest) -> SDKClient | None:
+        """A warm runtime for `cwd`, if one is ready.
+
+        Raises:
+            SubagentStartError: cancelled while taking it (it is closed first).
+        """
+        if self._pool is None:
+            return None
+        client: SDKClient | None = None
+        with request.cancel.cancel_scope():
+            client = await self._pool.take(cwd)
+        if request.cancel.cancelled:
+            if client is not None:
+                await client.close()
+            raise compose_start_error("SDK", cancelled=True, startup_line=None, cleanup_line=None)
+        return client
+
     async def start(self, request: SubagentRequest) -> SubagentRun:
-        """Spawns the runtime, completes `initialize`, and publishes the run.
+        """Takes a warm runtime or spawns one and completes `initialize`; publishes the run.
 
         Raises:
             SubagentStartError: cancelled, no usable workspace, or the runtime failed to start
@@ -121,6 +208,10 @@ class SDKProvider:
                 startup_line=failure_line(self.name, "initialize", "configuration"),
                 cleanup_line=None,
             )
+        warm = await self._take_warm(cwd, request)
+        if warm is not None:
+            _log.debug("an SDK run starts on a warm runtime")
+            return _SDKRun(self.name, warm, request, config.max_output_bytes)
         client = self._client(cwd)
         failure: Exception | None = None
         startup_line: str | None = None

@@ -258,6 +258,8 @@ class _Runtime:
         script = self.script
         if script.echo_cwd:
             return os.getcwd()
+        if script.echo_identity:
+            return f"pid={os.getpid()} sessions={len(self._locks)}"
         if script.echo_env:
             return "\n".join(
                 f"{name}={os.environ.get(name, '<unset>')}" for name in script.echo_env
