@@ -736,3 +736,27 @@ async def test_the_parents_observer_follows_the_child_live(workspace: Path) -> N
     ]
     ended = next(e for e in inside if isinstance(e, ChildEnded))
     assert inside.index(ended) == len(child)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell command")
+@pytest.mark.parametrize("allow", [True, False])
+async def test_a_host_can_ask_for_each_action_of_a_child(workspace: Path, allow: bool) -> None:
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    async def approve(name: str, arguments: Any) -> bool:
+        asked.append((name, dict(arguments)))
+        return name == "subagent_delegate" or allow
+
+    run_it = {"tool_calls": [{"name": "process_execute", "arguments": {"command": "touch ran"}}]}
+    rules = [
+        {"match": "[parent]", "replies": [delegate("[child] act"), answer("ok")]},
+        {"match": "[child]", "replies": [run_it, answer("did it")]},
+    ]
+    options = {"approve": approve, "approve_child_actions": True}
+    async with open_scripted_model_server({"rules": rules}) as server:
+        with anyio.fail_after(30):
+            result = await Agent(config(server, workspace, **options)).run("[parent] go")
+    assert result.status == "completed"
+    assert [name for name, _ in asked] == ["subagent_delegate", "process_execute"]
+    assert asked[1][1] == {"command": "touch ran"}
+    assert (workspace / "ran").exists() is allow

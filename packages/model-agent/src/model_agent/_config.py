@@ -92,6 +92,10 @@ class AgentConfig:
     delegate_timeout_seconds: float = 600.0
     approve: ApprovalCallback | None = None
     """Asked before Execute actions (process, write) when set; a refusal is a tool error."""
+    approve_child_actions: bool = False
+    """False: approving a `subagent_delegate` call covers everything that child does (it never
+    asks). True: a delegated child's own Execute actions are asked through `approve` too, so a
+    host can show its user each command a child runs."""
     shell_candidates: tuple[str, ...] | None = None
     """Shells `process_execute` looks for, in order (None: `/bin/bash`, `/bin/sh`; on Windows
     `pwsh`, `powershell.exe`). Found once when the agent is built, then frozen."""

@@ -223,7 +223,7 @@ class SubagentDelegateTool:
             workspace=context.workspace,
             depth=1,
             tools=inherited,
-            approve=None,
+            approve=self._config.approve if self._config.approve_child_actions else None,
             shell_candidates=() if context.shell is None else (context.shell,),
             # The child shares the parent's MCP sessions: it never starts a server itself.
             mcp_servers=(),
