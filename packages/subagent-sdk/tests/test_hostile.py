@@ -124,8 +124,7 @@ async def test_text_after_the_turn_end_is_not_output(
 async def test_requests_to_the_client_are_refused_with_method_not_found(
     fake_client: Callable[..., SDKClient],
 ) -> None:
-    """A few runtime→client requests get the fixed transport-level refusal (the fake's
-    `hang_at: deltas` round trip waits for it)."""
+    """Runtime→client requests in the middle of a turn are refused and change nothing."""
     script = FakeScript(text="t", noise=["requests"], noise_at="prompt")
     with anyio.fail_after(30):
         async with fake_client(script) as client:
@@ -156,13 +155,15 @@ async def test_a_write_blocked_past_its_bound_ends_the_connection(tmp_path: Path
                 await client.request("echo")
 
 
+@pytest.mark.parametrize("session", ["", "setsid"])
 async def test_a_grandchild_holding_stdout_does_not_keep_the_run_from_settling(
-    hostile: Hostile, tmp_path: Path
+    hostile: Hostile, tmp_path: Path, session: str
 ) -> None:
-    """The leader exits with 3 while its grandchild keeps stdout open: the client fails its
-    waiters on the leader's exit and the run settles as a process exit, with the figures."""
+    """The leader exits with 3 while its grandchild (in the group, or `setsid`) keeps stdout
+    open: the client fails its waiters on the leader's exit and the run settles as a process
+    exit, with the figures; dispose leaves nothing (the leak guard checks)."""
     with anyio.fail_after(30):
-        result, disposed = await _run(hostile("orphan-stdout"), tmp_path)
+        result, disposed = await _run(hostile("orphan-stdout", session), tmp_path)
     assert result == SubagentResult(
         stop_reason="error",
         output="partial",

@@ -6,7 +6,8 @@ It answers `initialize` normally. On `session/prompt`:
 - `answer-twice first` / `answer-twice second`: answers the prompt twice with different
   message ids and splices the first (or the second) before a normal turn.
 - `big-answer BYTES`: streams BYTES of text as 64 KiB `text-delta`s, no final message.
-- `orphan-stdout`: streams one delta, starts a grandchild holding stdout open, exits with 3.
+- `orphan-stdout [setsid]`: streams one delta, starts a grandchild holding stdout open (in a
+  session of its own with `setsid`), exits with 3.
 - `many-deltas N`: streams N one-character `text-delta`s, then a completed turn.
 """
 
@@ -98,7 +99,10 @@ def prompt(request_id, session):
         event(session, "agent/inbox/spliced", {"inserted": [{"id": "m-1", "role": "user"}]})
         delta(session, "partial")
         # The grandchild inherits stdout and outlives the leader.
-        subprocess.Popen([sys.executable, "-c", "import threading; threading.Event().wait()"])
+        subprocess.Popen(
+            [sys.executable, "-c", "import threading; threading.Event().wait()"],
+            start_new_session=arg == "setsid",
+        )
         sys.exit(3)
 
 
