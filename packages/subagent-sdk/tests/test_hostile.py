@@ -53,6 +53,19 @@ async def test_100k_requests_and_never_reading_settle_as_transport_in_bounded_me
     assert watch.growth <= 64 * MIB
 
 
+async def test_a_notification_flood_before_the_receipt_fails_the_run_in_bounded_memory(
+    hostile: Hostile, rss: Watch, tmp_path: Path
+) -> None:
+    """The run's subscription holds at most 4096 unread notifications: a runtime flooding
+    before it answers the prompt ends the run as `transport` instead of growing the parent."""
+    with anyio.fail_after(60):
+        async with rss() as watch:
+            result, disposed = await _run(hostile("flood-notifications", "200000"), tmp_path)
+    assert result == SubagentResult(stop_reason="error", output="", diagnostic=_transport())
+    assert disposed is None
+    assert watch.growth <= 64 * MIB
+
+
 async def test_a_prompt_answered_twice_keeps_the_first_receipt(
     hostile: Hostile, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

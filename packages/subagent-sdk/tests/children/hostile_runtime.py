@@ -8,6 +8,8 @@ It answers `initialize` normally. On `session/prompt`:
 - `big-answer BYTES`: streams BYTES of text as 64 KiB `text-delta`s, no final message.
 - `orphan-stdout [setsid]`: streams one delta, starts a grandchild holding stdout open (in a
   session of its own with `setsid`), exits with 3.
+- `flood-notifications N`: writes N root `session.status running` notifications before it
+  answers the prompt, then runs a normal turn.
 - `many-deltas N`: streams N one-character `text-delta`s, then a completed turn.
 """
 
@@ -84,6 +86,15 @@ def prompt(request_id, session):
             delta(session, chunk)
         event(session, "turn/end", {"reason": {"kind": "completed"}})
         status(session, "idle")
+    elif mode == "flood-notifications":
+        line = b'{"jsonrpc":"2.0","method":"session.status","params":{"sessionId":"%s",' % (
+            session.encode()
+        )
+        line += b'"status":"running"}}\n'
+        for _ in range(int(arg)):
+            out.write(line)
+        answer(request_id, {"messageId": "m-1"})
+        turn(session, "m-1", "the answer")
     elif mode == "many-deltas":
         answer(request_id, {"messageId": "m-1"})
         status(session, "running")
