@@ -14,17 +14,16 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import anyio.abc
 import httpx2
 from mcp import ClientSession, MCPError, types
 from mcp.client.streamable_http import streamable_http_client
-from subagent_core import CancelSignal, SpawnError
+from subagent_core import CancelSignal, OwnedTask, SpawnError
 
 from ._mcp_config import MCP_NAME_SEPARATOR, MCPServer, MCPStdioServer
 from ._mcp_stdio import StdioLink, open_stdio_link
@@ -39,6 +38,9 @@ MAX_TOOLS_PER_SERVER = 128
 MAX_LIST_PAGES = 16
 """`tools/list` pages read before the listing is taken as complete."""
 
+STOP_SECONDS = 10.0
+"""How long closing waits for one connection to end (a stdio ladder takes at most 6 s)."""
+
 MAX_DESCRIPTION_CHARS = 2048
 """A tool description longer than this is cut (it travels in every model request)."""
 
@@ -48,10 +50,6 @@ _MODEL_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # The MCP SDK's own defaults: a server may hold a response stream open for minutes.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 _CLIENT_INFO = types.Implementation(name="model-agent", version="0.1.0")
-
-
-class MCPConnectError(Exception):
-    """A server could not be connected; the message is fixed text (server name, reason)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +70,7 @@ class MCPToolSpec:
 class MCPConnection:
     """A connected server: its frozen tool listing and a way to call those tools.
 
-    The session lives in an owner task of its own (see `open_mcp_connection`); when that task
+    The session lives in an owner task of its own (see `open_mcp_connections`); when that task
     ends early — the server crashed, the transport broke — every call in flight is ended at
     once with fixed text instead of waiting for its timeout.
     """
@@ -85,6 +83,9 @@ class MCPConnection:
         self._broken = False
         self._calls: set[anyio.CancelScope] = set()
         self._stop = anyio.Event()
+        self._ready = anyio.Event()
+        self.failure: str | None = None
+        """Fixed text saying why the server could not be connected (None: it was)."""
 
     async def call(
         self, remote_name: str, arguments: Mapping[str, Any], cancel: CancelSignal
@@ -148,14 +149,14 @@ class MCPConnection:
         for scope in tuple(self._calls):
             scope.cancel()
 
-    async def _own(self, *, task_status: anyio.abc.TaskStatus[str | None]) -> None:
-        """The session's whole life: connect, report (None or the failure text), serve, stop.
+    async def _own(self) -> None:
+        """The session's whole life: connect, report (`failure` and `_ready`), serve, stop.
 
-        Runs in its own task so a transport's failing task group (the SDK's HTTP transport
-        lets a request's network error escape into it) cancels only this task, never the run.
+        Runs as an `OwnedTask`, outside the run's own task: a transport's failing task group
+        (the SDK's HTTP transport lets a request's network error escape into it) cancels only
+        this task, and the run's exceptions never pass through the session's task groups.
         """
         server = self.server
-        started = False
         try:
             async with AsyncExitStack() as stack:
                 # Entering these starts no I/O that can hang; the bound covers the handshake.
@@ -176,50 +177,53 @@ class MCPConnection:
                     await session.initialize()
                     self.tools = await _list_tools(server, session)
                 self._session = session
-                started = True
-                task_status.started(None)
+                self._ready.set()
                 await self._stop.wait()
         except SpawnError as error:
-            failure = f"MCP server {server.name} could not be started ({error.reason})"
+            self.failure = f"MCP server {server.name} could not be started ({error.reason})"
         except TimeoutError:
-            failure = (
+            self.failure = (
                 f"MCP server {server.name} did not answer within "
                 f"{server.connect_timeout_seconds:g} s"
             )
         except Exception as error:
             # The type only: the message may hold the server's words.
             _log.debug("MCP server %s connection ended: %s", server.name, type(error).__name__)
-            failure = f"MCP server {server.name} could not be connected"
-        else:
-            return
+            self.failure = f"MCP server {server.name} could not be connected"
         finally:
             self._break()
-        if not started:
-            task_status.started(failure)
-        else:
-            _log.warning("MCP server %s: the connection broke during the run", server.name)
+            if self._ready.is_set() and not self._stop.is_set():
+                _log.warning("MCP server %s: the connection broke during the run", server.name)
+            self._ready.set()
 
 
 @asynccontextmanager
-async def open_mcp_connection(server: MCPServer) -> AsyncGenerator[MCPConnection]:
-    """Connects `server`, initializes the session and lists its tools once.
+async def open_mcp_connections(servers: Sequence[MCPServer]) -> AsyncGenerator[list[MCPConnection]]:
+    """Connects every server at once; yields them all, each connected or with its `failure`.
 
-    Leaving the block closes the session and, for a stdio server, stops its whole tree.
-
-    Raises:
-        MCPConnectError: the server could not be started, initialized or listed in time.
+    Each connection initializes its session and lists its tools once. Leaving the block closes
+    every session and stops every stdio server's whole tree (shielded, bounded).
     """
-    connection = MCPConnection(server)
-    async with anyio.create_task_group() as owner:
-        failure = await owner.start(connection._own)
-        if failure is None:
-            try:
-                yield connection
-            finally:
-                connection._stop.set()
-    # Raised outside the task group, so callers get it unwrapped.
-    if failure is not None:
-        raise MCPConnectError(failure)
+    connections = [MCPConnection(server) for server in servers]
+    owners = [
+        OwnedTask.start(connection._own, name=f"model_agent.mcp.{connection.server.name}")
+        for connection in connections
+    ]
+    try:
+        for connection in connections:
+            await connection._ready.wait()
+        yield connections
+    finally:
+        for connection in connections:
+            connection._stop.set()
+        with anyio.CancelScope(shield=True):
+            for owner in owners:
+                with anyio.move_on_after(STOP_SECONDS):
+                    await owner.wait()
+                if not owner.done:
+                    owner.cancel()  # past the bound: its shielded process teardown still runs
+                    with anyio.move_on_after(STOP_SECONDS):
+                        await owner.wait()
 
 
 async def _list_tools(server: MCPServer, session: ClientSession) -> tuple[MCPToolSpec, ...]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ._tool import Mode, RequestContext, Tool, ToolOutcome
@@ -73,7 +73,8 @@ def offered_mcp_tools(tools: Sequence[Tool], mode: Mode) -> tuple[MCPTool, ...]:
 async def open_mcp_tools(config: AgentConfig) -> AsyncGenerator[tuple[MCPTool, ...]]:
     """The run's MCP tools for `config`'s mode: the parent's shared ones, then its own servers.
 
-    A server that cannot be connected is left out (logged with fixed text); the run goes on.
+    Servers are connected at once, in parallel. A server that cannot be connected is left out
+    (logged with fixed text); the run goes on.
     Leaving the block stops every server this block started (never a parent's).
     """
     if config.space != "local":
@@ -83,15 +84,12 @@ async def open_mcp_tools(config: AgentConfig) -> AsyncGenerator[tuple[MCPTool, .
     if not config.mcp_servers:
         yield shared
         return
-    from ._mcp_client import MCPConnectError, open_mcp_connection
+    from ._mcp_client import open_mcp_connections
 
-    async with AsyncExitStack() as stack:
-        tools: list[MCPTool] = list(shared)
-        for server in config.mcp_servers:
-            try:
-                connection = await stack.enter_async_context(open_mcp_connection(server))
-            except MCPConnectError as error:
-                _log.warning("%s; its tools are not offered", error)
-                continue
+    async with open_mcp_connections(config.mcp_servers) as connections:
+        tools = [*shared]
+        for connection in connections:
+            if connection.failure is not None:
+                _log.warning("%s; its tools are not offered", connection.failure)
             tools.extend(MCPTool(connection, spec) for spec in connection.tools)
         yield offered_mcp_tools(tools, config.mode)
