@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import uuid
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 import pytest
 from model_agent import AgentResult, ModelProvider
 from model_agent._config import AgentConfig, ModelEndpoint
@@ -22,8 +24,10 @@ from model_agent._model_run import (
 )
 from model_agent.testing import ScriptedModelServer, open_scripted_model_server
 from subagent_core import (
+    DEFAULT_EVENT_CAPACITY,
     CancelSignal,
     Capabilities,
+    EventsDropped,
     MessageChunk,
     SubagentError,
     SubagentEvent,
@@ -424,3 +428,41 @@ async def test_events_end_when_a_cancelled_run_settles(workspace: Path) -> None:
                 result = await run.result()
     assert seen == [MessageChunk(text="partial")]
     assert result == SubagentResult(stop_reason="aborted", output="partial", diagnostic=None)
+
+
+@pytest.mark.timeout(240)  # 100k real SSE frames: slow on a loaded machine, bounded anyway
+async def test_a_consumer_that_never_reads_costs_a_bounded_buffer(workspace: Path) -> None:
+    """100k streamed chunks, events read only after the run: bounded memory, one drop count."""
+    chunks = 100_000
+    rules = [
+        {
+            "match": "[child] chatty",
+            "replies": [
+                {
+                    "text": "x" * chunks,
+                    "chunks": chunks,
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+                }
+            ],
+        }
+    ]
+    process = psutil.Process()
+    async with open_scripted_model_server({"rules": rules}) as server:
+        registry = registry_with(ModelProvider(config(server, workspace)))
+        with anyio.fail_after(230):
+            gc.collect()
+            before = process.memory_info().rss
+            async with await registry.start(
+                "model", SubagentRequest(prompt="[child] chatty")
+            ) as run:
+                result = await run.result()
+                growth = process.memory_info().rss - before
+                events = [event async for event in run.events()]
+    assert result.stop_reason == "completed"
+    assert result.output == "x" * chunks
+    assert growth <= 32 * 1024 * 1024, growth
+    published = chunks + 1  # every chunk, then the usage totals
+    assert events[0] == EventsDropped(count=published - DEFAULT_EVENT_CAPACITY)
+    assert events[1:] == [MessageChunk(text="x")] * (DEFAULT_EVENT_CAPACITY - 1) + [
+        UsageEvent(input_tokens=1, output_tokens=1)
+    ]
