@@ -424,3 +424,30 @@ async def test_a_server_silent_at_start_is_left_out_after_its_connect_timeout(
     names = offered(server.requests[0])
     assert READ in names
     assert not [name for name in names if name.startswith("mute__")]
+
+
+@pytest.mark.parametrize("ask_child", [False, True])
+async def test_a_childs_writing_mcp_call_is_covered_by_the_delegate_approval_or_asked(
+    workspace: Path, ask_child: bool
+) -> None:
+    marker = workspace / "marker.txt"
+    asked: list[str] = []
+
+    async def approve(name: str, arguments: Mapping[str, Any]) -> bool:
+        asked.append(name)
+        return True
+
+    delegate = {"task": "[child] write it", "description": "writer"}
+    script = [
+        {"match": "[parent]", "replies": [calls(("subagent_delegate", delegate)), answer("done")]},
+        {
+            "match": "[child]",
+            "replies": [calls((WRITE, {"path": str(marker), "text": "x"})), answer("wrote")],
+        },
+    ]
+    result, _ = await run_agent(
+        script, workspace, [notes_server()], approve=approve, approve_child_actions=ask_child
+    )
+    assert result.status == "completed"
+    assert asked == (["subagent_delegate", WRITE] if ask_child else ["subagent_delegate"])
+    assert marker.read_text(encoding="utf-8") == "x"
