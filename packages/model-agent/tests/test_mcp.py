@@ -17,12 +17,16 @@ import pytest
 from model_agent import (
     Agent,
     AgentConfig,
+    AgentEvent,
     AgentResult,
+    ChildEvent,
+    ChildStarted,
     MCPHTTPServer,
     MCPServer,
     MCPStdioServer,
     Mode,
     ModelEndpoint,
+    ToolEnded,
     ToolStarted,
 )
 from model_agent.testing import (
@@ -205,8 +209,23 @@ async def test_a_filtered_child_sees_only_the_allowed_tool_and_shares_the_parent
             ],
         },
     ]
-    result, server = await run_agent(script, workspace, [notes_server()])
+    events: list[AgentEvent] = []
+    async with open_scripted_model_server({"rules": script}) as server:
+        agent = Agent(config(server, workspace, [notes_server()]), observer=events.append)
+        with anyio.fail_after(TIMEOUT_SECONDS):
+            result = await agent.run("[parent] go")
     assert (result.status, result.output) == ("completed", "done")
+    # The child's MCP calls reach the parent's observer, attributed to the child.
+    (started,) = [event for event in events if isinstance(event, ChildStarted)]
+    child_results = [
+        (event.child_id, event.event.name, event.event.content)
+        for event in events
+        if isinstance(event, ChildEvent) and isinstance(event.event, ToolEnded)
+    ]
+    assert child_results == [
+        (started.child_id, READ, "note alpha: all good"),
+        (started.child_id, WRITE, "tool call rejected: no such tool"),
+    ]
     child_first, child_second = requests_of(server, "[child]")
     assert offered(child_first) == [READ]
     assert tool_messages(child_second) == [
