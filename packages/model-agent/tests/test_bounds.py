@@ -24,9 +24,9 @@ from model_agent import (
     ModelRequestError,
     TextDelta,
 )
-from model_agent._bounded_text import OUTPUT_CUT_MARKER
 from model_agent._sse import DEFAULT_MAX_EVENT_BYTES, EventTooLargeError, SSEDecoder
 from model_agent.testing import open_scripted_model_server
+from subagent_core import OUTPUT_TRUNCATION_MARKER
 
 T = TypeVar("T")
 
@@ -98,9 +98,9 @@ async def test_a_200_mb_answer_is_cut_at_max_output_bytes_within_the_memory_boun
             result, growth = await with_peak_rss_growth(lambda: agent.run("flood-case"))
     kept = 8 * MIB
     assert result.status == "completed"
-    assert len(result.output) == kept + len(OUTPUT_CUT_MARKER)
+    assert len(result.output) == kept + len(OUTPUT_TRUNCATION_MARKER)
     assert result.output.startswith("head-xxx")
-    assert result.output.endswith("x" + OUTPUT_CUT_MARKER)
+    assert result.output.endswith("x" + OUTPUT_TRUNCATION_MARKER)
     assert result.usage is not None
     assert result.usage.output_tokens == 9
     shown = "".join(event.text for event in events if isinstance(event, TextDelta))
@@ -116,7 +116,7 @@ async def test_a_configured_output_bound_cuts_at_a_character_boundary(workspace:
         with anyio.fail_after(30):
             result = await Agent(config).run("flood-case")
     # "ab€" is 5 bytes; the next "€" would make 8: it is dropped whole.
-    assert (result.status, result.output) == ("completed", "ab€" + OUTPUT_CUT_MARKER)
+    assert (result.status, result.output) == ("completed", "ab€" + OUTPUT_TRUNCATION_MARKER)
 
 
 async def test_a_configured_event_bound_fails_a_larger_event() -> None:

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._bounded_text import DEFAULT_MAX_OUTPUT_BYTES
+from subagent_core import DEFAULT_MAX_OUTPUT_BYTES
+
 from ._mcp_config import MCPServer, check_mcp_servers
 from ._sse import DEFAULT_MAX_EVENT_BYTES
 from ._tool import ApprovalCallback, Mode, Runtime, Space, Tool
@@ -44,7 +45,7 @@ class ModelEndpoint:
     with `event-too-large` and the event is not kept."""
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     """Most UTF-8 bytes kept of one round's answer text, and of its reasoning: past it the
-    text is cut at a character boundary and ends with `OUTPUT_CUT_MARKER`; the round (tool
+    text is cut at a character boundary and ends with subagent-core's `OUTPUT_TRUNCATION_MARKER`; the round (tool
     calls, finish reason, usage) is otherwise unchanged."""
 
     def __post_init__(self) -> None:

@@ -6,9 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from subagent_core import Usage
-
-from ._bounded_text import DEFAULT_MAX_OUTPUT_BYTES, BoundedText
+from subagent_core import DEFAULT_MAX_OUTPUT_BYTES, BoundedText, Usage
 
 
 @dataclass(frozen=True, slots=True)
