@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from subagent_core import CancelSignal, OwnedTask, SpawnError
 
 from ._mcp_config import MCP_NAME_SEPARATOR, MCPServer, MCPStdioServer
-from ._mcp_stdio import StdioLink, open_stdio_link
+from ._mcp_stdio import MAX_MESSAGE_BYTES, StdioLink, open_stdio_link
 from ._output_buffer import HeadTailBuffer
 from ._tool import ToolOutcome
 
@@ -168,7 +168,9 @@ class MCPConnection:
                         httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT)
                     )
                     streams = await stack.enter_async_context(
-                        streamable_http_client(server.url, http_client=client)
+                        streamable_http_client(
+                            server.url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES
+                        )
                     )
                 session = await stack.enter_async_context(
                     ClientSession(streams[0], streams[1], client_info=_CLIENT_INFO)
