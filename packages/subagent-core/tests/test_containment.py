@@ -356,3 +356,27 @@ async def test_a_child_that_kills_its_guard_is_still_ended_but_not_confirmed() -
             assert await proc.wait() == ProcessOutcome(exit_code=None, signal=None)
             assert await proc.terminate(0.1, 0.1, 0.1) is False
         await poll_until(lambda: alive([proc.pid, sleeper]) == [])
+
+
+FIRST_SPAWN = """
+import sys
+import anyio
+from subagent_core import open_managed_process
+
+async def main():
+    # The first spawn of a fresh host goes through the guard server (no idle guard yet).
+    for _ in range(3):
+        async with open_managed_process(["/bin/echo", "hi"], stdin="devnull", stderr="pipe") as p:
+            out = b"".join([chunk async for chunk in p.stdout])
+            err = b"".join([chunk async for chunk in p.stderr])
+            sys.stdout.write(f"{out!r} {err!r}\\n")
+
+anyio.run(main)
+"""
+
+
+async def test_pipes_reach_eof_when_the_child_exits_on_every_spawn_path() -> None:
+    """No guard holds a copy of a child's pipe: reading to EOF ends when the child exits."""
+    with anyio.fail_after(30):
+        done = await anyio.run_process([sys.executable, "-c", FIRST_SPAWN])
+    assert done.stdout == b"b'hi\\n' b''\n" * 3

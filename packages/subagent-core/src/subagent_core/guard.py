@@ -45,6 +45,7 @@ from typing import cast
 
 _PR_SET_CHILD_SUBREAPER = 36
 _MAX_FDS = 8
+_MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 16
 _REQUEST_BYTES = 1 << 16
 _KILL_RETRY_SECONDS = 0.05
 _KILL_PASSES = 64
@@ -389,9 +390,14 @@ class _Server:
         if pid == 0:
             code = 0
             try:
-                ours.close()
-                self.main.close()
-                self.wakeup.close()
+                signal.set_wakeup_fd(-1)
+                ours.detach()
+                self.main.detach()
+                # Keep stdio and our request socket only: a descriptor the server held at the
+                # fork (a request being forwarded) would otherwise hold a child's pipe open.
+                keep = theirs.fileno()
+                os.closerange(3, keep)
+                os.closerange(keep + 1, _MAX_FD)
                 devnull = os.open(os.devnull, os.O_RDWR)
                 os.dup2(devnull, 0)
                 os.close(devnull)
