@@ -760,3 +760,26 @@ async def test_a_host_can_ask_for_each_action_of_a_child(workspace: Path, allow:
     assert [name for name, _ in asked] == ["subagent_delegate", "process_execute"]
     assert asked[1][1] == {"command": "touch ran"}
     assert (workspace / "ran").exists() is allow
+
+
+async def test_the_parents_activity_keeps_the_childs_tool_calls_in_order(workspace: Path) -> None:
+    look = {"tool_calls": [{"name": "list_directory", "arguments": {"path": "."}, "id": "l1"}]}
+    rules = [
+        {"match": "[parent]", "replies": [delegate("[child] look", "looker"), answer("done")]},
+        {"match": "[child]", "replies": [look, answer("seen")]},
+    ]
+    async with open_scripted_model_server({"rules": rules}) as server:
+        with anyio.fail_after(30):
+            result = await Agent(config(server, workspace)).run("[parent] go")
+    kinds = [entry.kind for entry in result.activity]
+    assert kinds == ["user", "child-started", "child-tool", "child-ended", "tool", "answer"]
+    started, child_tool = result.activity[1], result.activity[2]
+    assert child_tool == ActivityEntry(
+        kind="child-tool",
+        child_id=started.child_id,
+        call_id="l1",
+        name="list_directory",
+        arguments='{"path": "."}',
+        text="(empty directory)",
+        is_error=False,
+    )

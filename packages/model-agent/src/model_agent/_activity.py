@@ -13,6 +13,7 @@ ActivityKind = Literal[
     "tool",
     "child-started",
     "child-ended",
+    "child-tool",
     "summary",
     "failure",
 ]
@@ -30,6 +31,8 @@ class ActivityEntry:
       `is_error`.
     - `child-started` / `child-ended`: `child_id`, `name` (the child's description), and for
       the end `status` (`completed|failed|cancelled`) and `text` (the child's output).
+    - `child-tool`: one tool call a child made, between its start and end: `child_id`, and the
+      fields of a `tool` entry.
     - `summary`: `text` is the summary that replaced older turns.
     - `failure`: `reason` is the closed reason a model request failed with.
     """

@@ -33,7 +33,7 @@ from subagent_core import (
 from ._activity import ActivityEntry
 from ._config import AgentConfig
 from ._delegate_queue import DelegateQueue, QueueFullError, delegate_queue
-from ._events import AgentEvent, ChildEnded, ChildEvent, ChildStarted
+from ._events import AgentEvent, ChildEnded, ChildEvent, ChildStarted, ToolEnded, ToolStarted
 from ._model_run import MODEL_PROVIDER, ChildAgentFactory, ChildProvider
 from ._tool import RequestContext, ToolOutcome
 
@@ -234,11 +234,28 @@ class SubagentDelegateTool:
         # The parent's cancel reaches the child by the link; the timeout cancels it alone.
         child_cancel = context.cancel.child()
         child_id = ""
+        arguments: dict[str, str] = {}
 
         def forward(event: AgentEvent) -> None:
-            # The parent's observer follows the child live (gated like every parent event).
-            if not isinstance(event, ChildStarted | ChildEnded | ChildEvent):
-                context.emit(ChildEvent(child_id, event))
+            # The parent's observer follows the child live, and its activity record keeps the
+            # child's tool calls (both gated like every parent event).
+            if isinstance(event, ChildStarted | ChildEnded | ChildEvent):
+                return
+            context.emit(ChildEvent(child_id, event))
+            if isinstance(event, ToolStarted):
+                arguments[event.call_id] = event.arguments
+            elif isinstance(event, ToolEnded):
+                context.record(
+                    ActivityEntry(
+                        kind="child-tool",
+                        child_id=child_id,
+                        call_id=event.call_id,
+                        name=event.name,
+                        arguments=arguments.pop(event.call_id, None),
+                        text=event.content,
+                        is_error=event.is_error,
+                    )
+                )
 
         registry = SubagentRegistry()
         registry.register(
