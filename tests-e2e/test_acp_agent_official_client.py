@@ -642,3 +642,50 @@ async def test_keyed_a_second_turn_depends_on_the_first_answer(
     assert len(first) == 8
     assert first.isalpha()
     assert second == first
+
+
+async def test_a_delegated_child_is_shown_in_its_tool_call(
+    scripted_model: Any, workspace: Path
+) -> None:
+    """The subagent_delegate call carries the child's own tool calls and its text."""
+    child_command = {"name": "process_execute", "arguments": {"command": "echo child-ran"}}
+    rules = [
+        {"match": "CHILD-TASK", "replies": [{"tool_calls": [child_command]}, {"text": "kid done"}]},
+        {"match": "delegate it", "replies": [_DELEGATE_KID, {"text": "parent done"}]},
+    ]
+    client = RecordingClient(allow=True)
+    with anyio.fail_after(90):
+        async with (
+            scripted_model(rules) as server,
+            open_acp_agent(client, server.base_url) as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            response = await _prompt(agent, session_id, "delegate it")
+    assert response.stop_reason == "end_turn"
+    (start,) = [u for u in client.updates if isinstance(u, ToolCallStart)]
+    assert (start.kind, start.title) == ("think", "Subagent: kid")
+    progress = [
+        u
+        for u in client.updates
+        if isinstance(u, ToolCallProgress) and u.tool_call_id == start.tool_call_id
+    ]
+    assert progress[-1].status == "completed"
+    texts = [
+        block.content.text
+        for u in progress
+        for block in (u.content or [])
+        if block.type == "content"
+    ]
+    assert "Subagent: kid\n- echo child-ran (completed)" in texts
+    assert any(text.endswith("kid done") for text in texts)
+    assert client.permission_kinds == ["think"]
+
+
+_DELEGATE_KID = {
+    "tool_calls": [
+        {
+            "name": "subagent_delegate",
+            "arguments": {"task": "CHILD-TASK: run echo", "description": "kid"},
+        }
+    ]
+}

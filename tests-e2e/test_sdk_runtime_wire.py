@@ -297,6 +297,19 @@ async def test_in_process_children_are_announced(scripted_model: Any, workspace:
         "status": "ok",
         "stopReason": "completed",
     }
+    # The child streams on its own session id between started and finished.
+    child_events = wire.events(child["childSessionId"])
+    assert [e["type"] for e in child_events] == ["turn/start", "assistant/chunk", "turn/end"]
+    assert [e["seq"] for e in child_events] == [1, 2, 3]
+    assert child_events[1]["data"]["chunk"] == {"type": "text-delta", "text": "child done"}
+    assert child_events[2]["data"]["reason"] == {"kind": "completed"}
+    child_statuses = [
+        f["params"]["status"]
+        for f in wire.frames
+        if f.get("method") == "session.status"
+        and f["params"]["sessionId"] == child["childSessionId"]
+    ]
+    assert child_statuses == ["running", "idle"]
 
 
 @pytest.mark.parametrize("how", ["eof", "sigterm", "shutdown"])

@@ -59,3 +59,25 @@ def test_cut_marks_what_it_cuts() -> None:
     text = cut("x" * 100, 20)
     assert len(text) == 20
     assert text.endswith("(cut)")
+
+
+def test_child_activity_is_bounded_and_lists_the_latest_tools() -> None:
+    from harness._agent_server_tools import (
+        MAX_CHILD_TEXT_CHARS,
+        MAX_CHILD_TOOL_LINES,
+        ChildActivity,
+    )
+
+    activity = ChildActivity("kid")
+    activity.add_text("a" * MAX_CHILD_TEXT_CHARS)
+    activity.add_text("tail")
+    assert len(activity.text) == MAX_CHILD_TEXT_CHARS
+    assert activity.text.endswith("tail")
+    for index in range(MAX_CHILD_TOOL_LINES + 3):
+        activity.tool(f"c{index}", f"cmd {index}", "in_progress")
+    activity.tool("c3", "cmd 3", "completed")
+    lines = activity.render(with_text=False).splitlines()
+    assert lines[0] == "Subagent: kid"
+    assert len(lines) == 1 + MAX_CHILD_TOOL_LINES
+    assert lines[1] == "- cmd 3 (completed)"
+    assert lines[-1] == f"- cmd {MAX_CHILD_TOOL_LINES + 2} (in_progress)"

@@ -88,6 +88,9 @@ from acp.schema import (
 from model_agent import (
     AgentEvent,
     AgentStatus,
+    ChildEnded,
+    ChildEvent,
+    ChildStarted,
     MCPHTTPServer,
     MCPServer,
     MCPStdioServer,
@@ -99,7 +102,14 @@ from model_agent import (
 from subagent_core import CancelSignal, open_stdio_streams
 
 from ._agent_server_stdio import stdin_lines
-from ._agent_server_tools import ASKS_APPROVAL, MAX_OUTPUT_CHARS, ToolView, cut, describe
+from ._agent_server_tools import (
+    ASKS_APPROVAL,
+    MAX_OUTPUT_CHARS,
+    ChildActivity,
+    ToolView,
+    cut,
+    describe,
+)
 from ._config import API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
 from ._conversation import Conversation
 from ._endpoint import ResolvedEndpoint
@@ -183,6 +193,17 @@ class _Updates:
                 if isinstance(update, AgentMessageChunk)
                 else update_agent_thought_text(merged)
             )
+        elif (
+            isinstance(update, ToolCallProgress)
+            and isinstance(last, ToolCallProgress)
+            and last.tool_call_id == update.tool_call_id
+        ):
+            changes = {
+                name: value
+                for name in ToolCallProgress.model_fields
+                if (value := getattr(update, name)) is not None
+            }
+            self._items[-1] = last.model_copy(update=changes)
         else:
             self._items.append(update)
         if self._drained.is_set():
@@ -226,6 +247,12 @@ class _Session:
     last_call: dict[str, str] = field(default_factory=dict[str, str])
     """Tool name → id of its latest started call, so a permission request names the call."""
     views: dict[str, ToolView] = field(default_factory=dict[str, ToolView])
+    children: dict[str, tuple[str, ChildActivity]] = field(
+        default_factory=dict[str, tuple[str, ChildActivity]]
+    )
+    """Running delegated children by child id: (the delegate call's id, what it does)."""
+    finished_children: dict[str, ChildActivity] = field(default_factory=dict[str, ChildActivity])
+    """Ended children by delegate call id, until that call's own end is shown."""
     mcp_servers: tuple[MCPServer, ...] = ()
     """The client's MCP servers for this session (from new/load/resume; never stored)."""
 
@@ -660,13 +687,51 @@ class HarnessACPAgent:
             content: list[Any] | None = [tool_content(text_block(output))] if output else None
             if view is not None and view.diff is not None and not event.is_error:
                 content = None  # the diff shown at the start stays the call's content
+            child = session.finished_children.pop(event.call_id, None)
+            if child is not None:
+                # The child's own tool calls stay listed above its answer.
+                content = [
+                    tool_content(text_block(child.render(with_text=False))),
+                    *(content or []),
+                ]
             return ToolCallProgress(
                 session_update="tool_call_update",
                 tool_call_id=event.call_id,
                 status="failed" if event.is_error else "completed",
                 content=content,
             )
-        return None
+        return self._child_update(session, event)
+
+    def _child_update(self, session: _Session, event: AgentEvent) -> _Update | None:
+        """A delegated child's activity as an update of its `subagent_delegate` call."""
+        if isinstance(event, ChildStarted):
+            call_id = session.last_call.get("subagent_delegate")
+            if call_id is None:
+                return None
+            activity = ChildActivity(event.description)
+            session.children[event.child_id] = (call_id, activity)
+            return _activity_update(call_id, activity)
+        if isinstance(event, ChildEnded):
+            found = session.children.pop(event.child_id, None)
+            if found is None:
+                return None
+            session.finished_children[found[0]] = found[1]
+            return _activity_update(*found)
+        if not isinstance(event, ChildEvent) or event.child_id not in session.children:
+            return None
+        call_id, activity = session.children[event.child_id]
+        inner = event.event
+        if isinstance(inner, TextDelta):
+            activity.add_text(inner.text)
+        elif isinstance(inner, ToolStarted):
+            title = describe(inner.name, inner.arguments, session.stored.cwd).title
+            activity.tool(inner.call_id, title, "in_progress")
+        elif isinstance(inner, ToolEnded):
+            title = (activity.tools or {}).get(inner.call_id, (inner.name, ""))[0]
+            activity.tool(inner.call_id, title, "failed" if inner.is_error else "completed")
+        else:
+            return None
+        return _activity_update(call_id, activity)
 
     async def _approve(
         self, session: _Session, tool_name: str, arguments: Mapping[str, Any]
@@ -730,6 +795,14 @@ class HarnessACPAgent:
         """Returns once no turn is running."""
         if self._running and self._idle is not None:
             await self._idle.wait()
+
+
+def _activity_update(call_id: str, activity: ChildActivity) -> ToolCallProgress:
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=call_id,
+        content=[tool_content(text_block(activity.render()))],
+    )
 
 
 _MCP_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")

@@ -147,3 +147,40 @@ def _current_text(path: str) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+MAX_CHILD_TEXT_CHARS = 8 * 1024
+"""How much of a delegated child's latest text its tool call shows (the tail)."""
+MAX_CHILD_TOOL_LINES = 40
+"""How many of a child's own tool calls its tool call lists (the latest)."""
+
+
+@dataclass(slots=True)
+class ChildActivity:
+    """What a delegated child is doing, rendered into its `subagent_delegate` call's content.
+
+    Everything here is the child model's own text: for the person's screen only.
+    """
+
+    description: str
+    text: str = ""
+    tools: dict[str, tuple[str, str]] | None = None
+    """The child's tool calls by id: (title, status), in start order."""
+
+    def add_text(self, text: str) -> None:
+        self.text = (self.text + text)[-MAX_CHILD_TEXT_CHARS:]
+
+    def tool(self, call_id: str, title: str, status: str) -> None:
+        tools = self.tools if self.tools is not None else {}
+        tools[call_id] = (title, status)
+        while len(tools) > MAX_CHILD_TOOL_LINES:
+            del tools[next(iter(tools))]
+        self.tools = tools
+
+    def render(self, *, with_text: bool = True) -> str:
+        lines = [f"Subagent: {_one_line(self.description)}"]
+        for title, status in (self.tools or {}).values():
+            lines.append(f"- {title} ({status})")
+        if with_text and self.text:
+            lines.extend(("", self.text))
+        return "\n".join(lines)

@@ -26,8 +26,10 @@ from model_agent import (
     AgentEvent,
     AgentStatus,
     ChildEnded,
+    ChildEvent,
     ChildStarted,
     ReasoningDelta,
+    Retrying,
     TextDelta,
     ToolEnded,
     ToolStarted,
@@ -66,6 +68,13 @@ def turn_end_reason(status: AgentStatus | None) -> wire.JSONObject:
         return wire.turn_end_reason(kind, abort_cause="disposed")
     message, code = _STEP_LIMIT_ERROR if status == "step-limit" else _TURN_FAILED_ERROR
     return wire.turn_end_reason("error", error_message=message, error_code=code)
+
+
+_CHILD_STATUSES: dict[str, AgentStatus] = {
+    "completed": "completed",
+    "cancelled": "cancelled",
+    "failed": "failed",
+}
 
 
 def _child_stop_reason(status: str) -> str:
@@ -297,14 +306,15 @@ class SDKRuntime:
     async def _forward_events(
         self, session: _Session, receive: anyio.abc.ObjectReceiveStream[AgentEvent]
     ) -> None:
-        children: dict[str, str] = {}
+        children: dict[str, _Session] = {}
         async with receive:
             async for event in receive:
                 await self._forward(session, event, children)
 
-    async def _forward(
-        self, session: _Session, event: AgentEvent, children: dict[str, str]
+    async def _forward_loop_event(
+        self, session: _Session, event: TextDelta | ReasoningDelta | ToolStarted | ToolEnded
     ) -> None:
+        """One event of an agent loop (the session's own, or a child's on its own session)."""
         if isinstance(event, TextDelta | ReasoningDelta):
             chunk = "text-delta" if isinstance(event, TextDelta) else "reasoning-delta"
             await self._event(
@@ -316,7 +326,7 @@ class SDKRuntime:
                 wire.EVENT_TOOL_CALL,
                 {"callId": event.call_id, "name": event.name, "arguments": event.arguments},
             )
-        elif isinstance(event, ToolEnded):
+        else:
             await self._event(
                 session,
                 wire.EVENT_TOOL_RESULT,
@@ -327,20 +337,36 @@ class SDKRuntime:
                     "isError": event.is_error,
                 },
             )
+
+    async def _forward(
+        self, session: _Session, event: AgentEvent, children: dict[str, _Session]
+    ) -> None:
+        """Forwards an event; a delegated child streams on its own session id, as the runtime
+        does for its in-process children, between `subagent.started` and `subagent.finished`."""
+        if isinstance(event, TextDelta | ReasoningDelta | ToolStarted | ToolEnded):
+            await self._forward_loop_event(session, event)
         elif isinstance(event, ChildStarted):
-            child_session = f"session-{uuid.uuid4().hex}"
-            children[event.child_id] = child_session
-            started = wire.SubagentStarted(
-                parent_session_id=session.id, child_session_id=child_session
-            )
+            child = _Session(id=f"session-{uuid.uuid4().hex}")
+            children[event.child_id] = child
+            started = wire.SubagentStarted(parent_session_id=session.id, child_session_id=child.id)
             await self._notify(wire.SUBAGENT_STARTED, started.to_params())
+            await self._status(child.id, "running")
+            await self._event(child, wire.EVENT_TURN_START, {"turnId": str(uuid.uuid4())})
+        elif isinstance(event, ChildEvent):
+            child = children.get(event.child_id)
+            inner = event.event
+            if child is not None and not isinstance(inner, Retrying):
+                await self._forward_loop_event(child, inner)
         elif isinstance(event, ChildEnded):
-            child_session = children.pop(event.child_id, f"session-{uuid.uuid4().hex}")
+            child = children.pop(event.child_id, None) or _Session(id=f"session-{uuid.uuid4().hex}")
+            reason = turn_end_reason(_CHILD_STATUSES.get(event.status))
+            await self._event(child, wire.EVENT_TURN_END, {"reason": reason})
+            await self._status(child.id, "idle")
             finished = wire.SubagentFinished(
                 provider="model",
                 agent_id=event.child_id,
                 parent_session_id=session.id,
-                child_session_id=child_session,
+                child_session_id=child.id,
                 status="ok" if event.status == "completed" else "error",
                 stop_reason=_child_stop_reason(event.status),
             )
