@@ -470,3 +470,10 @@ async def test_a_childs_writing_mcp_call_is_covered_by_the_delegate_approval_or_
     assert result.status == "completed"
     assert asked == (["subagent_delegate", WRITE] if ask_child else ["subagent_delegate"])
     assert marker.read_text(encoding="utf-8") == "x"
+
+
+async def test_lines_that_are_not_json_rpc_are_skipped(workspace: Path) -> None:
+    script = [{"match": "[parent]", "replies": [calls((READ, {"name": "n"})), answer("done")]}]
+    result, server = await run_agent(script, workspace, [notes_server("noisy")])
+    assert result.status == "completed"
+    assert tool_messages(server.requests[-1]) == ["note n: all good"]

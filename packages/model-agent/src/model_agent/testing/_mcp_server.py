@@ -5,10 +5,11 @@ Tools: `read_note` (annotated `readOnlyHint: true`: echoes a note) and `write_ma
 called: `hang` (never answers), `flood` (endless stdout bytes without a newline), `crash`
 (exits at once) or `grandchild` (starts a `setsid` grandchild holding the protocol's stdout,
 writes its pid to `--pid-file`, then never answers). `silent` never answers anything, not even
-`initialize`, and ignores the end of its stdin.
+`initialize`, and ignores the end of its stdin. `noisy` writes lines that are not JSON-RPC
+(text, bad UTF-8, an answer to a request never made) before answering normally.
 
     python -m model_agent.testing._mcp_server [--pid-file FILE] [--http]
-        [--behaviour normal|hang|flood|crash|grandchild|silent]
+        [--behaviour normal|hang|flood|crash|grandchild|silent|noisy]
 
 `mcp_test_server_command()` gives that argv for the current interpreter (importing it does
 not import the MCP SDK).
@@ -30,8 +31,16 @@ import anyio
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-Behaviour = Literal["normal", "hang", "flood", "crash", "grandchild", "silent"]
-BEHAVIOURS: tuple[Behaviour, ...] = ("normal", "hang", "flood", "crash", "grandchild", "silent")
+Behaviour = Literal["normal", "hang", "flood", "crash", "grandchild", "silent", "noisy"]
+BEHAVIOURS: tuple[Behaviour, ...] = (
+    "normal",
+    "hang",
+    "flood",
+    "crash",
+    "grandchild",
+    "silent",
+    "noisy",
+)
 
 _FLOOD_CHUNK = b"x" * 65536
 
@@ -85,6 +94,8 @@ async def _misbehave(behaviour: Behaviour, pid_file: Path | None, wire: int) -> 
     elif behaviour == "flood":
         while True:
             os.write(wire, _FLOOD_CHUNK)
+    elif behaviour == "noisy":
+        os.write(wire, b'not json\n\xff\xfe\n{"jsonrpc": "2.0", "id": 999, "result": {}}\n')
     elif behaviour == "crash":
         os._exit(3)
     elif behaviour == "grandchild":
