@@ -420,3 +420,15 @@ async def test_prompts_to_one_session_queue_and_sessions_are_independent(
         assert transcript.turn_end is not None
         assert transcript.turn_end.kind == "completed"
     assert len({t.message_id for t in transcripts.values()}) == 3
+
+
+def test_the_session_tree_remembers_a_bounded_number_of_children() -> None:
+    from subagent_sdk._subscriptions import MAX_TREE_SESSIONS, SessionTree
+
+    tree = SessionTree()
+    for n in range(MAX_TREE_SESSIONS + 10):
+        tree.observe(
+            Notification("subagent.started", {"parentSessionId": "root", "childSessionId": f"c{n}"})
+        )
+    assert tree.contains("root", f"c{MAX_TREE_SESSIONS - 1}")
+    assert not tree.contains("root", f"c{MAX_TREE_SESSIONS}")

@@ -30,6 +30,9 @@ NotificationFilter = Callable[[Notification], bool]
 
 _MAX_TREE_DEPTH: Final = 64
 
+MAX_TREE_SESSIONS: Final = 4096
+"""Most child→parent session links a client remembers."""
+
 SUBSCRIPTION_MAX_ITEMS: Final = 4096
 """Most notifications one subscription holds unread."""
 SUBSCRIPTION_MAX_BYTES: Final = 32 * 1024 * 1024
@@ -61,6 +64,10 @@ class SessionTree:
         parent = notification.params.get("parentSessionId")
         child = notification.params.get("childSessionId")
         if isinstance(parent, str) and isinstance(child, str) and child != parent:
+            if child not in self._parents and len(self._parents) >= MAX_TREE_SESSIONS:
+                # A runtime announcing endless children cannot grow the parent: later ones are
+                # simply out of every scoped subscription.
+                return
             self._parents.setdefault(child, parent)
 
     def contains(self, root: str, session: str | None) -> bool:
