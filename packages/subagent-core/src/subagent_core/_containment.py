@@ -1,10 +1,10 @@
 """Linux containment: every managed process is started by a guard that owns its whole tree.
 
 The guard (`subagent_core.guard`) is a child subreaper, so a `setsid` sleeper, a double-forked
-daemon or a process that cleared its environment still re-parents to it, never to PID 1. Spawns
-go through one guard server per host process, started on first use with `python -I -S`; it
-keeps an idle guard forked in advance and hands each request to it, so a spawn costs a message
-and a `posix_spawn`, not an interpreter start. Each run talks to its own guard over a control
+daemon or a process that cleared its environment still re-parents to it, never to PID 1. Guards
+come from one guard server per host process, started on first use with `python -I -S`; it
+forks an idle guard ahead of need and hands its socket to us, so a spawn costs one message to
+a running guard and a `posix_spawn`, not an interpreter start or a fork. Each run talks to its own guard over a control
 socket (`SOCK_SEQPACKET`): `pid N` / `error REASON`, then `exit RC` and `gone` arrive as
 messages, so waiting needs no thread, no poll and no `/proc` scan. Closing the socket — or the
 death of this process by any signal — makes the guard SIGKILL the tree.
@@ -19,6 +19,7 @@ if sys.platform == "win32":  # pragma: no cover - Windows contains trees with Jo
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import signal
@@ -39,7 +40,6 @@ GUARD_SCRIPT = Path(__file__).with_name("guard.py")
 request_listeners: list[Callable[[], None]] = []
 
 _INLINE_REQUEST_BYTES = 60_000
-_READ_BYTES = 256 * 1024
 _PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = 1031
 
@@ -58,6 +58,7 @@ class GuardRefusedError(Exception):
         )
 
 
+@functools.cache
 def available() -> bool:
     """True where the guard can work: Linux with a Python interpreter to run it."""
     return sys.platform.startswith("linux") and bool(sys.executable) and GUARD_SCRIPT.is_file()

@@ -247,9 +247,12 @@ def _run_guard(ctl: socket.socket, request: dict[str, object], stdio: tuple[int,
     """One run's guard: spawn, report, obey, and kill everything when the owner goes away."""
     become_subreaper()
     wakeup = _Wakeup()
-    argv = [str(part) for part in request["argv"]]  # type: ignore[union-attr]
-    env = {str(k): str(v) for k, v in request["env"].items()}  # type: ignore[union-attr]
-    cwd = request.get("cwd")
+    argv_value, env_value, cwd = request.get("argv"), request.get("env"), request.get("cwd")
+    if not isinstance(argv_value, list) or not argv_value or not isinstance(env_value, dict):
+        _send(ctl, f"error os-error {errno.EINVAL}")
+        return
+    argv = [str(part) for part in cast("list[object]", argv_value)]
+    env = {str(k): str(v) for k, v in cast("dict[object, object]", env_value).items()}
     try:
         if cwd is not None:
             os.chdir(str(cwd))
