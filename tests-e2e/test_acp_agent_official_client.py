@@ -662,8 +662,20 @@ async def test_a_delegated_child_is_shown_in_its_tool_call(
             session_id = await _session(agent, workspace)
             response = await _prompt(agent, session_id, "delegate it")
     assert response.stop_reason == "end_turn"
-    (start,) = [u for u in client.updates if isinstance(u, ToolCallStart)]
+    start, child_start = [u for u in client.updates if isinstance(u, ToolCallStart)]
     assert (start.kind, start.title) == ("think", "Subagent: kid")
+    # The child's own command is asked about through the same client, as a call of its own.
+    assert (child_start.kind, child_start.title, child_start.status) == (
+        "execute",
+        "echo child-ran",
+        "pending",
+    )
+    child_progress = [
+        u.status
+        for u in client.updates
+        if isinstance(u, ToolCallProgress) and u.tool_call_id == child_start.tool_call_id
+    ]
+    assert child_progress == ["in_progress", "completed"]
     progress = [
         u
         for u in client.updates
@@ -678,7 +690,7 @@ async def test_a_delegated_child_is_shown_in_its_tool_call(
     ]
     assert "Subagent: kid\n- echo child-ran (completed)" in texts
     assert any(text.endswith("kid done") for text in texts)
-    assert client.permission_kinds == ["think"]
+    assert client.permission_kinds == ["think", "execute"]
 
 
 _DELEGATE_KID = {

@@ -252,6 +252,8 @@ class _Session:
     )
     """Running delegated children by child id: (the delegate call's id, what it does)."""
     finished_children: dict[str, ChildActivity] = field(default_factory=dict[str, ChildActivity])
+    child_calls: dict[str, bool] = field(default_factory=dict[str, bool])
+    """A running child's tool calls by id: whether the client was shown it (to approve it)."""
     """Ended children by delegate call id, until that call's own end is shown."""
     mcp_servers: tuple[MCPServer, ...] = ()
     """The client's MCP servers for this session (from new/load/resume; never stored)."""
@@ -724,11 +726,28 @@ class HarnessACPAgent:
         if isinstance(inner, TextDelta):
             activity.add_text(inner.text)
         elif isinstance(inner, ToolStarted):
-            title = describe(inner.name, inner.arguments, session.stored.cwd).title
-            activity.tool(inner.call_id, title, "in_progress")
+            view = describe(inner.name, inner.arguments, session.stored.cwd)
+            activity.tool(inner.call_id, view.title, "in_progress")
+            # Known by id, so a child action asked about is shown as its own tool call.
+            session.last_call[inner.name] = inner.call_id
+            session.views[inner.call_id] = view
+            session.child_calls[inner.call_id] = False
         elif isinstance(inner, ToolEnded):
             title = (activity.tools or {}).get(inner.call_id, (inner.name, ""))[0]
-            activity.tool(inner.call_id, title, "failed" if inner.is_error else "completed")
+            status = "failed" if inner.is_error else "completed"
+            activity.tool(inner.call_id, title, status)
+            session.views.pop(inner.call_id, None)
+            if session.child_calls.pop(inner.call_id, False) and session.updates is not None:
+                session.updates.put(
+                    ToolCallProgress(
+                        session_update="tool_call_update",
+                        tool_call_id=inner.call_id,
+                        status=status,
+                        content=[tool_content(text_block(cut(inner.content, MAX_OUTPUT_CHARS)))]
+                        if inner.content
+                        else None,
+                    )
+                )
         else:
             return None
         return _activity_update(call_id, activity)
@@ -747,6 +766,21 @@ class HarnessACPAgent:
             tool_name, json.dumps(dict(arguments)), session.stored.cwd
         )
         if updates is not None:
+            if session.child_calls.get(call_id) is False:
+                # A delegated child's action: shown as a tool call of its own to be approved.
+                session.child_calls[call_id] = True
+                updates.put(
+                    ToolCallStart(
+                        session_update="tool_call",
+                        tool_call_id=call_id,
+                        title=view.title,
+                        kind=view.kind,
+                        status="pending",
+                        content=_diff_content(view),
+                        locations=_locations(view),
+                        raw_input=view.arguments,
+                    )
+                )
             await updates.flush()  # the client sees the call before the question about it
         allowed = False
         with cancel.cancel_scope():

@@ -87,6 +87,9 @@ class Conversation:
         )
         if mcp_servers:
             config = dataclasses.replace(config, mcp_servers=tuple(mcp_servers))
+        if self._approve is not None:
+            # The host that approves the delegation also approves each action of the child.
+            config = dataclasses.replace(config, approve_child_actions=True)
         agent = Agent(config, observer=self._recorder(observer))
         stored.add(TranscriptEntry(role="user", text=prompt))
         result = await agent.run(prompt, cancel, history=stored.history)
