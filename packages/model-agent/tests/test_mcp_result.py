@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from mcp import types
+from mcp import ClientSession, types
 from model_agent import MCPStdioServer, Mode, RequestContext, Space, ToolOutcome
-from model_agent._mcp_client import MCPConnection, MCPToolSpec, render_result
+from model_agent._mcp_client import MCPConnection, MCPToolSpec, list_tools, render_result
 from model_agent._mcp_tools import MCPTool, offered_mcp_tools
 from subagent_core import CancelSignal
 
@@ -156,3 +156,49 @@ def test_a_stdio_server_gets_the_scrubbed_environment_with_its_own_env_winning()
         "HOME": "/home/u",
         "SERVICE_TOKEN": "given",
     }
+
+
+class _Lister:
+    """Answers `tools/list` with fixed pages (the cursor is the page index)."""
+
+    def __init__(self, pages: list[list[types.Tool]]) -> None:
+        self.pages = pages
+        self.asked = 0
+
+    async def list_tools(
+        self, *, params: types.PaginatedRequestParams | None = None
+    ) -> types.ListToolsResult:
+        index = 0 if params is None or params.cursor is None else int(params.cursor)
+        self.asked += 1
+        cursor = str(index + 1) if index + 1 < len(self.pages) else None
+        return types.ListToolsResult(tools=self.pages[index], next_cursor=cursor)
+
+
+def _listed(name: str, *, read_only: bool | None = None, schema_bytes: int = 0) -> types.Tool:
+    schema: dict[str, Any] = {"type": "object"}
+    if schema_bytes:
+        schema["description"] = "x" * schema_bytes
+    annotations = None if read_only is None else types.ToolAnnotations(read_only_hint=read_only)
+    return types.Tool(name=name, input_schema=schema, annotations=annotations)
+
+
+async def test_the_listing_is_paged_namespaced_and_bounded() -> None:
+    pages = [
+        [_listed("ok", read_only=True), _listed("has.dot"), _listed("big", schema_bytes=70_000)],
+        [_listed("ok"), _listed("hinted_false", read_only=False), _listed("x" * 60)],
+    ]
+    lister = _Lister(pages)
+    server = MCPStdioServer(name="srv", command="x")
+    specs = await list_tools(server, cast(ClientSession, lister))
+    assert lister.asked == 2
+    assert [(spec.name, spec.remote_name, spec.read_only) for spec in specs] == [
+        ("srv__ok", "ok", True),
+        ("srv__hinted_false", "hinted_false", False),
+    ]
+
+
+async def test_the_listing_reads_at_most_16_pages() -> None:
+    lister = _Lister([[_listed(f"t{index}")] for index in range(40)])
+    specs = await list_tools(MCPStdioServer(name="s", command="x"), cast(ClientSession, lister))
+    assert lister.asked == 16
+    assert len(specs) == 16

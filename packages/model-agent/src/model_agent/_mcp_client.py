@@ -41,6 +41,9 @@ MAX_LIST_PAGES = 16
 STOP_SECONDS = 10.0
 """How long closing waits for one connection to end (a stdio ladder takes at most 6 s)."""
 
+MAX_SCHEMA_BYTES = 64 * 1024
+"""A tool whose input schema is larger (as JSON) is not offered: it travels in every request."""
+
 MAX_DESCRIPTION_CHARS = 2048
 """A tool description longer than this is cut (it travels in every model request)."""
 
@@ -177,7 +180,7 @@ class MCPConnection:
                 )
                 with anyio.fail_after(server.connect_timeout_seconds):
                     await session.initialize()
-                    self.tools = await _list_tools(server, session)
+                    self.tools = await list_tools(server, session)
                 self._session = session
                 self._ready.set()
                 await self._stop.wait()
@@ -228,7 +231,12 @@ async def open_mcp_connections(servers: Sequence[MCPServer]) -> AsyncGenerator[l
                         await owner.wait()
 
 
-async def _list_tools(server: MCPServer, session: ClientSession) -> tuple[MCPToolSpec, ...]:
+async def list_tools(server: MCPServer, session: ClientSession) -> tuple[MCPToolSpec, ...]:
+    """The server's tools as offered to the model, from a bounded, paged `tools/list`.
+
+    Left out (one warning with the count): names unusable as a model tool name once
+    namespaced, duplicates, input schemas over `MAX_SCHEMA_BYTES`, tools past the 128th.
+    """
     listed: list[types.Tool] = []
     cursor: str | None = None
     for _ in range(MAX_LIST_PAGES):
@@ -242,7 +250,11 @@ async def _list_tools(server: MCPServer, session: ClientSession) -> tuple[MCPToo
     skipped = 0
     for tool in listed[:MAX_TOOLS_PER_SERVER]:
         name = f"{server.name}{MCP_NAME_SEPARATOR}{tool.name}"
-        if not _MODEL_TOOL_NAME.fullmatch(name) or any(s.name == name for s in specs):
+        if (
+            not _MODEL_TOOL_NAME.fullmatch(name)
+            or any(spec.name == name for spec in specs)
+            or len(json.dumps(tool.input_schema)) > MAX_SCHEMA_BYTES
+        ):
             skipped += 1
             continue
         annotations = tool.annotations
@@ -257,7 +269,7 @@ async def _list_tools(server: MCPServer, session: ClientSession) -> tuple[MCPToo
         )
     if skipped or len(listed) > MAX_TOOLS_PER_SERVER:
         _log.warning(
-            "MCP server %s: %d tools not offered (name not usable or over %d tools)",
+            "MCP server %s: %d tools not offered (unusable name or schema, or over %d tools)",
             server.name,
             skipped + max(0, len(listed) - MAX_TOOLS_PER_SERVER),
             MAX_TOOLS_PER_SERVER,
