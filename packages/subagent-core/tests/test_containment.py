@@ -380,3 +380,14 @@ async def test_pipes_reach_eof_when_the_child_exits_on_every_spawn_path() -> Non
     with anyio.fail_after(30):
         done = await anyio.run_process([sys.executable, "-c", FIRST_SPAWN])
     assert done.stdout == b"b'hi\\n' b''\n" * 3
+
+
+async def test_a_large_environment_and_a_leader_signal_reach_the_child() -> None:
+    """A request too large for one message travels in a memfd; `send_signal` hits the leader."""
+    script = "import os, signal, sys; print(len(os.environ['BIG']), flush=True); signal.pause()"
+    env = {**os.environ, "BIG": "x" * 100_000}
+    with anyio.fail_after(30):
+        async with open_managed_process([sys.executable, "-c", script], env=env) as proc:
+            assert await read_pids(proc) == [100_000]
+            proc.send_signal(signal.SIGUSR1)
+            assert await proc.wait() == ProcessOutcome(exit_code=None, signal="SIGUSR1")
