@@ -20,6 +20,13 @@ from subagent_core import FrameTooLargeError, LineReader, open_stdio_streams
 args = sys.argv[1:]
 if args and args[0] == "shared":
     os.dup2(1, 2)
+elif args and args[0] == "connect":
+    import socket
+    peer = socket.socket(socket.AF_UNIX)
+    peer.connect(args[1])
+    os.dup2(peer.fileno(), 0)
+    os.dup2(peer.fileno(), 1)
+    peer.close()
 elif args and args[0] == "no-reader":
     read_end, write_end = os.pipe()
     os.dup2(write_end, 1)
@@ -98,6 +105,25 @@ async def test_over_pipes_the_server_joins_the_loop_and_restores_blocking_mode()
         b"echo:last",
         b"after:1,1",
     ]
+
+
+async def test_a_socket_on_stdin_and_stdout_joins_the_loop(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with anyio.fail_after(30):
+        async with (
+            await anyio.create_unix_listener(path) as listener,
+            open_managed_process(server("connect", str(path)), stdin="devnull") as proc,
+        ):
+            assert proc.stdout is not None
+            async with await listener.accept() as peer:
+                reader = LineReader(peer)
+                assert await reader.receive_line() == b"inside:0,0"
+                await peer.send(b"over a socket\r\n")
+                assert await reader.receive_line() == b"echo:over a socket"
+                await peer.send_eof()
+                assert await reader.receive_line() == b"after:1,1"
+            outcome = await proc.wait()
+    assert outcome == ProcessOutcome(exit_code=0, signal=None)
 
 
 async def test_regular_files_go_through_a_worker_thread(tmp_path: Path) -> None:
