@@ -16,7 +16,7 @@ async def _harness(args: list[str], *, cwd: Path | None = None) -> tuple[int | N
     async with open_managed_process(
         [sys.executable, "-m", "harness", *args],
         cwd=cwd,
-        env=child_env({"COLUMNS": "200"}),
+        env=child_env({}),
         stdin="devnull",
         stderr="pipe",
     ) as process:
@@ -122,4 +122,5 @@ command = "/nonexistent/agent-binary"
     assert "│ ok" in lines["fake-sdk"]
     assert lines["missing"].split("│")[5].strip() == (
         "failed: Subagent failure (provider: missing; stage: process; category: process-start)"
+        " — the command was not found (is it installed and on PATH?)"
     )
