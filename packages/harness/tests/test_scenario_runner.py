@@ -89,3 +89,34 @@ def test_a_raising_body_is_a_mismatch_row_not_a_crash(
     row = Scenario(name="raises", rules=[], body=body, expect=Expectation(stop_reason="completed"))
     assert run_scenarios_cli([row], title="t", live=False) == 1
     assert "raised RuntimeError" in capsys.readouterr().out
+
+
+def test_json_prints_one_object_per_row_then_the_summary(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    rows = [_crash_row(FAILURE), _crash_row(None)]
+    assert run_scenarios_cli(rows, title="t", live=True, json=True) == 1
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert records == [
+        {
+            "type": "scenario",
+            "name": "crash",
+            "stop_reason": "error",
+            "output": "",
+            "diagnostic": FAILURE,
+            "matched": True,
+            "mismatch": None,
+        },
+        {
+            "type": "scenario",
+            "name": "crash",
+            "stop_reason": "error",
+            "output": "",
+            "diagnostic": None,
+            "matched": False,
+            "mismatch": "expected a diagnostic",
+        },
+        {"type": "summary", "matched": 1, "total": 2, "exit_code": 1},
+    ]
