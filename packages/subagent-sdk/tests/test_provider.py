@@ -583,3 +583,24 @@ async def test_any_other_error_is_unknown_and_its_message_is_not_read(
     assert result == SubagentResult(
         stop_reason="error", output="", diagnostic=line("session-run", "unknown")
     )
+
+
+async def test_a_runtime_deaf_to_shutdown_eof_and_sigterm_is_gone_soon_after_its_answer(
+    provider: Provider, tmp_path: Path
+) -> None:
+    """Default graces: EOF follows `shutdown` at once, so its grace runs during the 1 s
+    `shutdown` bound; then SIGTERM (ignored) and SIGKILL. Bounded generously for a loaded
+    machine; the figure itself belongs in a benchmark."""
+    script = FakeScript(ignore_eof=True, trap_sigterm=True, ignore_shutdown=True)
+    sdk = provider(
+        script,
+        dispose_eof_grace_seconds=0.5,
+        dispose_grace_seconds=0.5,
+        dispose_kill_grace_seconds=3.0,
+    )
+    with anyio.fail_after(30):
+        run = await sdk.start(SubagentRequest(prompt="hi", cwd=tmp_path))
+        result = await run.result()
+        with anyio.fail_after(6):
+            assert await run.dispose() is None
+    assert result.stop_reason == "completed"

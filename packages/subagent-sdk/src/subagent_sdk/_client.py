@@ -19,7 +19,7 @@ import logging
 import math
 import os
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Final, Self
 
@@ -222,8 +222,9 @@ class SDKClient:
         """Stops the runtime; True when its process tree is confirmed gone.
 
         Memoized, shielded and bounded: a `shutdown` request limited to
-        `shutdown_timeout_seconds`, then the managed ladder (EOF → SIGTERM → SIGKILL). A failed
-        `shutdown` request is only logged. Never raises for a cleanup failure.
+        `shutdown_timeout_seconds` with stdin EOF right behind it, then the managed ladder
+        (the rest of the EOF grace → SIGTERM → SIGKILL). A failed `shutdown` request is only
+        logged. Never raises for a cleanup failure.
         """
         gone = False
         with anyio.CancelScope(shield=True):
@@ -242,12 +243,22 @@ class SDKClient:
         gone = True
         if process is not None:
             shutdown_error: SDKError | None = None
+            eof_grace, term_grace, kill_grace = self._graces
             if self._closed_message is None:
+                # EOF goes right behind `shutdown`, so the EOF grace runs while the answer is
+                # awaited: a runtime deaf to both costs the longer of the two, not their sum.
+                eof_sent = anyio.current_time()
                 try:
-                    await self.shutdown(timeout_seconds=self._shutdown_timeout_seconds)
+                    await self._call(
+                        SHUTDOWN,
+                        {},
+                        self._shutdown_timeout_seconds,
+                        after_send=process.close_stdin,
+                    )
                 except SDKError as error:
                     shutdown_error = error
-            gone = await process.terminate(*self._graces)
+                eof_grace = max(0.0, eof_grace - (anyio.current_time() - eof_sent))
+            gone = await process.terminate(eof_grace, term_grace, kill_grace)
             if shutdown_error is not None:
                 _log.debug(
                     "SDK shutdown request failed (runtime gone: %s): %r", gone, shutdown_error
@@ -474,6 +485,17 @@ class SDKClient:
             TransportClosedError: the runtime is not running, or its output ended first.
             RequestTimeoutError: `timeout_seconds` elapsed; the request is forgotten.
         """
+        return await self._call(method, params or {}, timeout_seconds, after_send=None)
+
+    async def _call(
+        self,
+        method: str,
+        params: JSONObject,
+        timeout_seconds: float | None,
+        *,
+        after_send: Callable[[], Awaitable[None]] | None,
+    ) -> JSONValue:
+        """`request`, with an optional step run right after the frame is written."""
         if self._closed_message is not None:
             raise TransportClosedError(self._closed_message)
         if self._stdin is None:
@@ -484,7 +506,9 @@ class SDKClient:
         try:
             limit = math.inf if timeout_seconds is None else timeout_seconds
             with anyio.move_on_after(limit) as scope:
-                await self._send(encode_frame(request_frame(request_id, method, params or {})))
+                await self._send(encode_frame(request_frame(request_id, method, params)))
+                if after_send is not None:
+                    await after_send()
                 await slot.done.wait()
             if scope.cancelled_caught and not slot.done.is_set():
                 raise RequestTimeoutError(f"{method} got no response in {timeout_seconds} s")
