@@ -102,9 +102,11 @@ async def test_a_200_mb_answer_is_cut_at_max_output_bytes(
     with anyio.fail_after(120):
         async with rss() as watch:
             result, disposed = await _run(sdk, tmp_path)
-            output_bytes = len(result.output.encode())
+            output = result.output
             del result
-    assert output_bytes == 8 * MIB
+    assert len(output) == 8 * MIB + len(MARKER)
+    assert output.endswith("x" + MARKER)
+    del output
     assert disposed is None
     assert watch.growth <= 64 * MIB
 
@@ -119,8 +121,8 @@ async def test_output_over_the_bound_is_cut_at_a_character_with_the_marker(
             provider(FakeScript(text=text, deltas=7, final_message=False), max_output_bytes=50),
             tmp_path,
         )
-    # 50 - 19 marker bytes = 31 bytes: ten 3-byte characters, never a split one.
-    expected = "权" * 10 + MARKER
+    # 50 bytes kept: sixteen 3-byte characters, never a split one, then the marker.
+    expected = "权" * 16 + MARKER
     assert from_message == SubagentResult(stop_reason="completed", output=expected)
     assert from_deltas == SubagentResult(stop_reason="completed", output=expected)
 

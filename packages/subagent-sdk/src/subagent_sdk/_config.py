@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, cast
 
-from subagent_core import DEFAULT_MAX_FRAME_BYTES, ChildCommand
+from subagent_core import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_OUTPUT_BYTES, ChildCommand
 
 from ._client import DEFAULT_WRITE_TIMEOUT_SECONDS
-from ._output import DEFAULT_MAX_OUTPUT_BYTES
 
 DEFAULT_PROVIDER_NAME: Final = "dsh-sdk"
 
@@ -82,7 +81,7 @@ class SDKConfig:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     """Longest accepted line from the runtime; a longer one is a transport failure."""
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
-    """Longest output a run keeps (UTF-8 bytes); longer text is cut with a marker."""
+    """Most output a run keeps (UTF-8 bytes); past it text is dropped and a marker follows."""
     write_timeout_seconds: float = DEFAULT_WRITE_TIMEOUT_SECONDS
     """A write to the runtime blocked this long (it stopped reading) ends the run: `transport`."""
     prewarm: int = 0

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from subagent_core import MessageChunk, SubagentEvent, ThoughtChunk, ToolCallEvent
+from subagent_core import (
+    DEFAULT_MAX_OUTPUT_BYTES,
+    BoundedText,
+    MessageChunk,
+    SubagentEvent,
+    ThoughtChunk,
+    ToolCallEvent,
+)
 
 from ._errors import SDKProtocolError
 from ._framing import Notification
-from ._output import DEFAULT_MAX_OUTPUT_BYTES, OutputAccumulator, bound_output
 from ._wire import (
     EVENT_ASSISTANT_CHUNK,
     EVENT_ASSISTANT_MESSAGE,
@@ -38,7 +44,8 @@ class RunTranscript:
     `messageId`) is ignored, so text streamed for an earlier prompt is never attributed to
     this one. Child sessions' events are in scope but only the root session's text, turn end
     and idle status count. Text after a root `turn/end` is not output unless a new root
-    `turn/start` opens another turn, and the output never exceeds `max_output_bytes`.
+    `turn/start` opens another turn, and the output keeps at most `max_output_bytes` (then
+    `subagent_core.OUTPUT_TRUNCATION_MARKER`).
 
     With `sole_prompt=True` (a session that only this run prompts) a root receipt event that
     does not carry this prompt's `messageId` is a protocol error instead of a wait that could
@@ -66,7 +73,7 @@ class RunTranscript:
         """The last root `turn/end` after the receipt, or `None` if there was none."""
         self._max_output_bytes = max_output_bytes
         self._sole_prompt = sole_prompt
-        self._deltas = OutputAccumulator(max_output_bytes)
+        self._deltas = BoundedText(max_output_bytes)
         self._last_message: str | None = None
         self._in_turn = True
         self._on_event = on_event
@@ -137,7 +144,9 @@ class RunTranscript:
         elif event.type == EVENT_ASSISTANT_MESSAGE:
             text = event.message_text()
             if text:
-                self._last_message = bound_output(text, self._max_output_bytes)
+                message = BoundedText(self._max_output_bytes)
+                message.add(text)
+                self._last_message = message.text
                 if not self._streamed:
                     self._publish(MessageChunk(text=text))
             self._streamed = False
@@ -149,9 +158,11 @@ class RunTranscript:
         if text is None:
             return
         if kind == "text-delta":
-            self._deltas.add(text)
+            # Events carry what the output kept: nothing past its bound.
+            kept = self._deltas.add(text)
             self._streamed = True
-            self._publish(MessageChunk(text=text))
+            if kept:
+                self._publish(MessageChunk(text=kept))
         elif kind == "reasoning-delta":
             self._publish(ThoughtChunk(text=text))
 
