@@ -40,6 +40,8 @@ GUARD_SCRIPT = Path(__file__).with_name("guard.py")
 request_listeners: list[Callable[[], None]] = []
 
 _INLINE_REQUEST_BYTES = 60_000
+_REUSABLE_GUARDS = 4
+"""Finished guards kept for reuse: a warm guard spawns faster than a freshly forked one."""
 _PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = 1031
 
@@ -78,36 +80,73 @@ class _GuardServer:
         self._pid: int | None = None
         self._owner = 0
         self._idle: list[socket.socket] = []
+        self._reusable: list[socket.socket] = []
 
     @property
     def pid(self) -> int | None:
         return self._pid if self._owner == os.getpid() else None
 
-    def send(self, payload: bytes, fds: Sequence[int]) -> None:
-        """Sends one spawn request; starts (or restarts) the server when needed."""
-        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes(fds))]
+    def send(self, kind: bytes, payload: bytes, stdio: Sequence[int]) -> socket.socket:
+        """Sends one spawn request to a guard; returns our end of its control socket.
+
+        `kind` is `R` (payload inline) or `M` (payload empty; the memfd is the last fd). A
+        guard that finished a run is reused first (its control socket carries the request),
+        then a fresh idle guard, then the server (which forks one). Starts or restarts the
+        server when needed.
+        """
         with self._lock:
-            for attempt in (1, 2):
-                sock = self._ensure()
-                self._collect_offers(sock)
-                while self._idle:
-                    link = self._idle.pop()
-                    try:
-                        link.sendmsg([payload], rights)
-                    except OSError:
-                        continue  # that idle guard died; try the next one
-                    finally:
-                        link.close()
-                    with contextlib.suppress(OSError):
-                        sock.send(b"N")
-                    return
+            self._ensure()
+            while self._reusable:
+                ctl = self._reusable.pop()
                 try:
-                    sock.sendmsg([payload], rights)
-                    return
-                except (BrokenPipeError, ConnectionError):
-                    self._drop()
-                    if attempt == 2:
-                        raise
+                    ctl.sendmsg([kind + payload], [_rights(stdio)])
+                    return ctl
+                except OSError:
+                    ctl.close()  # that guard died; try the next one
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                self._send_fresh(kind + payload, [_rights([theirs.fileno(), *stdio])])
+            except BaseException:
+                ours.close()
+                raise
+            finally:
+                theirs.close()
+            return ours
+
+    def _send_fresh(self, data: bytes, rights: list[tuple[int, int, bytes]]) -> None:
+        for attempt in (1, 2):
+            sock = self._ensure()
+            self._collect_offers(sock)
+            while self._idle:
+                link = self._idle.pop()
+                try:
+                    link.sendmsg([data], rights)
+                except OSError:
+                    continue  # that idle guard died; try the next one
+                finally:
+                    link.close()
+                with contextlib.suppress(OSError):
+                    sock.send(b"N")
+                return
+            try:
+                sock.sendmsg([data], rights)
+                return
+            except (BrokenPipeError, ConnectionError):
+                self._drop()
+                if attempt == 2:
+                    raise
+
+    def recycle(self, ctl: socket.socket) -> bool:
+        """Keeps a guard whose run is over (it reported "gone") for the next spawn.
+
+        False when the pool is full or the socket belongs to another process's pool; the
+        caller then closes it, and the guard exits.
+        """
+        with self._lock:
+            if self._owner != os.getpid() or len(self._reusable) >= _REUSABLE_GUARDS:
+                return False
+            self._reusable.append(ctl)
+            return True
 
     def _collect_offers(self, sock: socket.socket) -> None:
         """Takes every idle guard the server has offered so far (never blocks)."""
@@ -135,9 +174,10 @@ class _GuardServer:
             return self._sock
         if self._owner != os.getpid():
             # A forked host shares its parent's server and idle guards; it gets its own.
-            for link in self._idle:
+            for link in [*self._idle, *self._reusable]:
                 link.close()
             self._idle = []
+            self._reusable = []
             self._sock = None
             self._pid = None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -193,8 +233,12 @@ def _start_server(sock_fd: int) -> int:
     return os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
 
 
-def _fd_bytes(fds: Sequence[int]) -> bytes:
-    return b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
+def _rights(fds: Sequence[int]) -> tuple[int, int, bytes]:
+    return (
+        socket.SOL_SOCKET,
+        socket.SCM_RIGHTS,
+        b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds),
+    )
 
 
 class _Link:
@@ -265,6 +309,18 @@ class _Link:
 
     def close(self) -> None:
         self.closed = True
+        self.sock.close()
+
+    def release(self) -> None:
+        """Done with this run: a guard that reported "gone" is reused, any other hung up on."""
+        if self.sock.fileno() < 0:
+            return
+        self.poll()
+        reusable = self.gone and not self.closed
+        self.closed = True
+        if reusable and _SERVER.recycle(self.sock):
+            return
+        self.hang_up()
         self.sock.close()
 
 
@@ -414,12 +470,14 @@ class GuardedProcess(anyio.abc.Process):
         self._link.send(step)
 
     async def aclose(self) -> None:
-        """Closes our pipe ends and the control socket (the guard then kills what is left)."""
+        """Closes our pipe ends; hands a finished guard back for reuse, or hangs up on it.
+
+        Hanging up makes the guard SIGKILL whatever is left of the tree and exit.
+        """
         for stream in (self._stdin, self._stdout, self._stderr):
             if stream is not None:
                 await stream.aclose()
-        self._link.hang_up()
-        self._link.close()
+        self._link.release()
 
 
 def _pipe(*, large: bool = False) -> tuple[int, int]:
@@ -453,7 +511,6 @@ async def spawn_guarded(
         GuardRefusedError: the guard could not start the command (nothing runs).
         OSError: the guard server could not be reached.
     """
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     child_fds: list[int] = []
     host_fds: dict[str, int] = {}
     try:
@@ -480,27 +537,25 @@ async def spawn_guarded(
         request = {
             "argv": list(argv),
             "env": dict(os.environ if env is None else env),
-            "cwd": None if cwd is None else str(cwd),
+            # Always explicit: a reused guard keeps the directory of its previous run.
+            "cwd": os.getcwd() if cwd is None else str(cwd),
         }
         payload = json.dumps(request).encode()
-        fds = [theirs.fileno(), *child_fds]
         if len(payload) <= _INLINE_REQUEST_BYTES:
-            _SERVER.send(b"R" + payload, fds)
+            ours = _SERVER.send(b"R", payload, child_fds)
         else:
             memfd = os.memfd_create("subagent-spawn", os.MFD_CLOEXEC)
             try:
                 os.write(memfd, payload)
                 os.lseek(memfd, 0, os.SEEK_SET)
-                _SERVER.send(b"M", [*fds, memfd])
+                ours = _SERVER.send(b"M", b"", [*child_fds, memfd])
             finally:
                 os.close(memfd)
     except BaseException:
-        ours.close()
         for fd in host_fds.values():
             os.close(fd)
         raise
     finally:
-        theirs.close()
         for fd in child_fds:
             os.close(fd)
     link = _Link(ours)

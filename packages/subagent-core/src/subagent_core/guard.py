@@ -243,28 +243,33 @@ def _send(sock: socket.socket, text: str) -> None:
         sock.send(text.encode())
 
 
-def _run_guard(ctl: socket.socket, request: dict[str, object], stdio: tuple[int, int, int]) -> None:
-    """One run's guard: spawn, report, obey, and kill everything when the owner goes away."""
-    become_subreaper()
-    wakeup = _Wakeup()
+def _run_one(
+    ctl: socket.socket, request: dict[str, object], stdio: tuple[int, int, int], wakeup: _Wakeup
+) -> bool:
+    """Runs one command to the end of its tree; True when this guard may serve another.
+
+    Spawn, report, obey, and when the owner goes away kill everything. A guard is reusable
+    once it has reported "gone" to an owner that is still there: it has no children left.
+    """
     argv_value, env_value, cwd = request.get("argv"), request.get("env"), request.get("cwd")
     if not isinstance(argv_value, list) or not argv_value or not isinstance(env_value, dict):
         _send(ctl, f"error os-error {errno.EINVAL}")
-        return
+        _close_all(stdio)
+        return True
     argv = [str(part) for part in cast("list[object]", argv_value)]
     env = {str(k): str(v) for k, v in cast("dict[object, object]", env_value).items()}
     try:
-        if cwd is not None:
-            os.chdir(str(cwd))
-    except OSError as error:
-        _send(ctl, f"error bad-cwd {error.errno or errno.ENOENT}")
-        return
+        os.chdir(str(cwd))
+    except (OSError, ValueError) as error:
+        _close_all(stdio)
+        number = error.errno if isinstance(error, OSError) and error.errno else errno.ENOENT
+        _send(ctl, f"error bad-cwd {number}")
+        return True
     leader = spawn(argv, env, stdio)
-    for fd in set(stdio):
-        os.close(fd)
+    _close_all(stdio)
     if isinstance(leader, str):
         _send(ctl, f"error {leader}")
-        return
+        return True
     _send(ctl, f"pid {leader}")
     ctl.setblocking(False)
     selector = selectors.DefaultSelector()
@@ -272,80 +277,107 @@ def _run_guard(ctl: socket.socket, request: dict[str, object], stdio: tuple[int,
     selector.register(wakeup.read_fd, selectors.EVENT_READ)
     leader_alive = True
     owner_gone = False
-    while True:
-        wakeup.drain()
-        exited, remaining = reap()
-        for pid, code in exited:
-            if pid == leader:
-                leader_alive = False
-                _send(ctl, f"exit {code}")
-        if not remaining and not leader_alive:
-            _send(ctl, "gone")
-            if not owner_gone:
-                _linger(ctl)
-            return
-        if owner_gone:
-            signal_tree(signal.SIGKILL)
-        timeout = _KILL_RETRY_SECONDS if owner_gone else None
-        for key, _ in selector.select(timeout):
-            if key.fileobj is not ctl or owner_gone:
-                continue
-            try:
-                command = ctl.recv(256).decode()
-            except BlockingIOError:
-                continue
-            except OSError:
-                command = ""
-            if command == "":
-                owner_gone = True
-                selector.unregister(ctl)
-            elif command == "term":
-                signal_tree(signal.SIGTERM)
-            elif command == "kill":
+    try:
+        while True:
+            wakeup.drain()
+            exited, remaining = reap()
+            for pid, code in exited:
+                if pid == leader:
+                    leader_alive = False
+                    _send(ctl, f"exit {code}")
+            if not remaining and not leader_alive:
+                _send(ctl, "gone")
+                return not owner_gone
+            if owner_gone:
                 signal_tree(signal.SIGKILL)
-            elif command.startswith("signal ") and leader_alive:
-                with contextlib.suppress(OSError, ValueError):
-                    os.kill(leader, int(command.split()[1]))
+            timeout = _KILL_RETRY_SECONDS if owner_gone else None
+            for key, _ in selector.select(timeout):
+                if key.fileobj is not ctl or owner_gone:
+                    continue
+                try:
+                    command = ctl.recv(256).decode()
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    command = ""
+                if command == "":
+                    owner_gone = True
+                    selector.unregister(ctl)
+                elif command == "term":
+                    signal_tree(signal.SIGTERM)
+                elif command == "kill":
+                    signal_tree(signal.SIGKILL)
+                elif command.startswith("signal ") and leader_alive:
+                    with contextlib.suppress(OSError, ValueError):
+                        os.kill(leader, int(command.split()[1]))
+    finally:
+        selector.close()
 
 
-def _linger(ctl: socket.socket) -> None:
-    """Reads (and drops) commands until the owner hangs up, then returns.
+def _close_all(fds: tuple[int, ...]) -> None:
+    for fd in set(fds):
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
-    Closing a socket with unread data resets the connection, and the owner would read the
-    reset instead of our last message ("gone"); so the owner closes first.
+
+def _next_request(ctl: socket.socket) -> tuple[dict[str, object], tuple[int, int, int]] | None:
+    """Waits on a finished run's control socket for the owner's next request; None at EOF.
+
+    Commands that arrive here (a late `term`) are for a tree that is already gone: dropped.
+    The owner closes first, so this socket never closes with unread data (which would reset
+    the connection and lose our last message).
     """
     ctl.setblocking(True)
-    with contextlib.suppress(OSError):
-        while ctl.recv(256):
-            pass
+    while True:
+        try:
+            data, ancillary, _flags, _addr = ctl.recvmsg(
+                _REQUEST_BYTES, socket.CMSG_SPACE(_MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
+            )
+        except OSError:
+            return None
+        if not data:
+            return None
+        fds = _fds_of(ancillary)
+        if data[:1] in (b"R", b"M"):
+            parsed = _parse_request(data, fds, with_control=False)
+            if parsed is not None:
+                request, _, stdio = parsed
+                return request, stdio
+        else:
+            _close_all(tuple(fds))
 
 
-def _receive_request(
-    sock: socket.socket,
-) -> tuple[dict[str, object], socket.socket, tuple[int, int, int]] | None:
-    """One request: JSON (inline, or in a memfd when large) and its fds (control, stdio).
+def _serve(ctl: socket.socket, request: dict[str, object], stdio: tuple[int, int, int]) -> None:
+    """A guard's life: one run after another over the same control socket, until EOF."""
+    become_subreaper()
+    wakeup = _Wakeup()
+    while _run_one(ctl, request, stdio, wakeup):
+        following = _next_request(ctl)
+        if following is None:
+            return
+        request, stdio = following
 
-    A malformed request closes every fd it carried: the owner then reads EOF on its control
-    socket and reports a spawn error.
-    """
-    data, ancillary, _flags, _addr = sock.recvmsg(
-        _REQUEST_BYTES, socket.CMSG_SPACE(_MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
-    )
-    fds = _fds_of(ancillary)
+
+def _parse_request(
+    data: bytes, fds: list[int], *, with_control: bool
+) -> tuple[dict[str, object], socket.socket | None, tuple[int, int, int]] | None:
+    """JSON (inline `R…`, or `M` with a memfd last) and its fds ([control,] stdin, stdout,
+    stderr). A malformed request closes every fd it carried."""
+    wanted = 4 if with_control else 3
     try:
-        if data[:1] == b"M" and len(fds) == 5:
+        if data[:1] == b"M" and len(fds) == wanted + 1:
             with os.fdopen(fds.pop(), "rb") as file:
                 data = b"R" + file.read()
-        if data[:1] == b"R" and len(fds) == 4:
+        if data[:1] == b"R" and len(fds) == wanted:
             request: object = json.loads(data[1:])
             if isinstance(request, dict):
                 fields = cast("dict[str, object]", request)
-                return fields, socket.socket(fileno=fds[0]), (fds[1], fds[2], fds[3])
+                control = socket.socket(fileno=fds[0]) if with_control else None
+                stdio = fds[-3], fds[-2], fds[-1]
+                return fields, control, stdio
     except (OSError, ValueError):
         pass
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+    _close_all(tuple(fds))
     return None
 
 
@@ -359,17 +391,22 @@ def _fds_of(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
 
 
 def _idle_guard(link: socket.socket) -> None:
-    """A pre-forked guard: waits for one request from the server, then becomes its guard."""
+    """A pre-forked guard: waits for its first request (with its control socket), then serves."""
     try:
-        received = _receive_request(link)
-    except (OSError, ValueError):
-        received = None
-    link.close()
-    if received is None:
+        data, ancillary, _flags, _addr = link.recvmsg(
+            _REQUEST_BYTES, socket.CMSG_SPACE(_MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
+        )
+    except OSError:
         return
-    request, ctl, stdio = received
+    finally:
+        link.close()
+    parsed = _parse_request(data, _fds_of(ancillary), with_control=True) if data else None
+    if parsed is None:
+        return
+    request, ctl, stdio = parsed
+    assert ctl is not None
     try:
-        _run_guard(ctl, request, stdio)
+        _serve(ctl, request, stdio)
     finally:
         ctl.close()
 
