@@ -27,6 +27,9 @@ FileSystemMode = Literal["none", "read", "read-write"]
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 """Longest line accepted from a child (16 MiB): the ACP SDK itself has no cap."""
 
+MAX_PREWARM = 64
+"""Most pre-spawned children a provider keeps."""
+
 DEFAULT_WRITE_TIMEOUT_SECONDS = 10.0
 """How long one write to a child that does not read its stdin may block before the run ends."""
 
@@ -118,6 +121,9 @@ class ACPConfig:
     """Most output text (UTF-8 bytes) a run keeps; the rest is cut behind a fixed marker."""
     write_timeout_seconds: float = DEFAULT_WRITE_TIMEOUT_SECONDS
     """Bound on one write to the child; a write blocked longer ends the run as `transport`."""
+    prewarm: int = 0
+    """Children kept spawned and past `initialize` (0 to `MAX_PREWARM`), each used for exactly
+    one run and replaced in the background; `ACPProvider.aclose()` ends them."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -131,6 +137,13 @@ class ACPConfig:
         set_(self, "cwd", command.cwd)
         set_(self, "permission", _check_permission(self.permission))
         set_(self, "fs", _check_fs(self.fs))
+        prewarm = cast(object, self.prewarm)
+        if (
+            isinstance(prewarm, bool)
+            or not isinstance(prewarm, int)
+            or not 0 <= prewarm <= MAX_PREWARM
+        ):
+            raise _fail("prewarm", f"must be an int from 0 to {MAX_PREWARM}")
         if not isinstance(self.terminal, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise _fail("terminal", "must be True or False")
         for key in ("mode", "model"):

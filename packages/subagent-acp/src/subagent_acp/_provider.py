@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import sys
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Self
 
 import anyio
 import anyio.to_thread
@@ -20,6 +23,11 @@ from subagent_core import (
 )
 
 from ._config import ACPConfig, enterable_directory
+
+if TYPE_CHECKING:
+    from ._pool import WarmPool
+
+_log = logging.getLogger("subagent_acp")
 
 _RUN_MODULE = "subagent_acp._run"
 
@@ -39,6 +47,8 @@ class ACPProvider:
 
     def __init__(self, config: ACPConfig) -> None:
         self._config = config
+        self._pool: WarmPool | None = None
+        self._closed = False
 
     @property
     def config(self) -> ACPConfig:
@@ -79,8 +89,70 @@ class ACPProvider:
         from ._run import ACPRun
 
         run = ACPRun(self._config, request, cwd)
-        await run.open()
+        pool = self._warm_pool()
+        owner = None if pool is None else pool.take(cwd, run)
+        if owner is None:
+            await run.open()
+            return run
+        try:
+            await run.open(owner)
+        except SubagentStartError:
+            if not run.warm_child_died or request.cancel.cancelled:
+                raise
+            _log.info("a warm ACP child died before its run started; starting cold")
+            run = ACPRun(self._config, request, cwd)
+            await run.open()
         return run
+
+    @property
+    def warm_count(self) -> int:
+        """Children the warm pool holds now (idle, starting or retiring); 0 without `prewarm`."""
+        return 0 if self._pool is None else self._pool.population
+
+    async def warm_up(self, cwd: Path | None = None) -> None:
+        """Fills the warm pool now and waits until it is full (or a start failed).
+
+        `cwd` is needed only when the config has none (the pool then warms for it). Without
+        `prewarm` it does nothing. Start failures are host-log facts, never raised.
+        """
+        target = self._config.cwd or cwd
+        if self._config.prewarm == 0 or self._closed or target is None:
+            return
+        await _load_run_module()
+        pool = self._warm_pool()
+        if pool is not None:
+            await pool.warm_up(Path(target))
+
+    async def aclose(self) -> None:
+        """Ends every warm child and stops refilling (shielded; idempotent).
+
+        Runs already started are not affected; later `start()` calls start cold. Call it when
+        the provider is unregistered: the registry does not own providers.
+        """
+        self._closed = True
+        if self._pool is not None:
+            await self._pool.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _warm_pool(self) -> WarmPool | None:
+        """The pool, created on first use (it imports the `acp` SDK)."""
+        if self._config.prewarm == 0 or self._closed:
+            return None
+        if self._pool is None:
+            from ._pool import WarmPool
+
+            self._pool = WarmPool(self._config, self._config.prewarm)
+        return self._pool
 
     def _workspace(self, request: SubagentRequest) -> Path | None:
         """The configured cwd, else the request's; it must be absolute and enterable."""

@@ -124,6 +124,9 @@ class ACPRun(SubagentRun):
         self._settled = anyio.Event()
         self._stop = anyio.Event()
         self._owner: OwnedTask | None = None
+        self.warm_child_died = False
+        """True when a pre-spawned child turned out dead before its session started (the
+        provider then starts the run cold)."""
         graces = (
             config.dispose_eof_grace_seconds
             + config.dispose_grace_seconds
@@ -330,6 +333,8 @@ class ACPRun(SubagentRun):
                     services.cancel_scope.cancel()
             gone = await self._teardown(proc, session)
             cleanup = None if gone else teardown_line(config.provider_name, proc.outcome)
+            if initialized is not None and failure is not None and not self._ready.is_set():
+                self.warm_child_died = failure.category in ("process-exit", "transport")
             if not self._ready.is_set():
                 self._fail_start(failure, cleanup, cause, cancelled=cancelled)
             else:

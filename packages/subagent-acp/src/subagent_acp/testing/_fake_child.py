@@ -70,6 +70,7 @@ KNOBS = frozenset(
         "fs_ops",
         "terminal",
         "concurrent_permissions",
+        "echo_pid",
     }
 )
 
@@ -150,6 +151,7 @@ class FakeChild:
         self._out = stdout
         self._next_id = 1000
         self._session_cwd: str | None = None
+        self._sessions = 0
         self._session_id = "fake-session-1"
         self._prompt_id: object = None
         self._flow: Flow | None = None
@@ -294,6 +296,7 @@ class FakeChild:
     def _on_new_session(self, request_id: object, params: Message) -> None:
         cwd = params.get("cwd")
         self._session_cwd = cwd if isinstance(cwd, str) else None
+        self._sessions += 1
         if not self._enter("new_session", request_id):
             return
         result: Message = {}
@@ -354,6 +357,8 @@ class FakeChild:
             self._update(_dict(update))
         if script.get("echo_cwd"):
             self._chunk(os.getcwd())
+        if script.get("echo_pid"):
+            self._chunk(f"pid={os.getpid()} sessions={self._sessions} cwd={os.getcwd()}")
         if script.get("echo_session_cwd"):
             self._chunk(str(self._session_cwd))
         for name in _list(script.get("echo_env")):
