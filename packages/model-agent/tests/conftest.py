@@ -1,14 +1,20 @@
 from __future__ import annotations
 
+import gc
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
+import anyio
+import psutil
 import pytest
 from model_agent import AgentConfig, ModelEndpoint, PhaseTimeouts
 from model_agent import _model_client as model_client_module
 from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -100,3 +106,33 @@ def config_for(workspace: Path) -> object:
         return make_config(base_url, workspace, **options)
 
     return build
+
+
+async def peak_rss_growth(work: Callable[[], Awaitable[T]]) -> tuple[T, int]:
+    """Runs `work` while sampling this process's RSS; returns its result and the peak growth."""
+    process = psutil.Process()
+    gc.collect()
+    base = process.memory_info().rss
+    peak = base
+    finished = anyio.Event()
+
+    async def sample() -> None:
+        nonlocal peak
+        while not finished.is_set():
+            peak = max(peak, process.memory_info().rss)
+            with anyio.move_on_after(0.005):
+                await finished.wait()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(sample)
+        try:
+            result = await work()
+        finally:
+            finished.set()
+    return result, max(peak, process.memory_info().rss) - base
+
+
+@pytest.fixture
+def with_peak_rss_growth() -> Callable[..., Awaitable[tuple[Any, int]]]:
+    """`await with_peak_rss_growth(work)` → (work's result, peak RSS growth in bytes)."""
+    return peak_rss_growth

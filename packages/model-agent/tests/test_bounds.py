@@ -7,13 +7,11 @@ the assertions are bounds, never times.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
-import psutil
 import pytest
 from model_agent import (
     Agent,
@@ -28,7 +26,7 @@ from model_agent._sse import DEFAULT_MAX_EVENT_BYTES, EventTooLargeError, SSEDec
 from model_agent.testing import open_scripted_model_server
 from subagent_core import OUTPUT_TRUNCATION_MARKER
 
-T = TypeVar("T")
+RSSProbe = Callable[[Callable[[], Awaitable[Any]]], Awaitable[tuple[Any, int]]]
 
 MIB = 1024 * 1024
 RSS_BOUND = 64 * MIB
@@ -43,32 +41,9 @@ def endpoint(base_url: str, **options: Any) -> ModelEndpoint:
     return ModelEndpoint(base_url=base_url, api_key="k", model="m", **options)
 
 
-async def with_peak_rss_growth(work: Callable[[], Awaitable[T]]) -> tuple[T, int]:
-    """Runs `work` while sampling this process's RSS; returns its result and the peak growth."""
-    process = psutil.Process()
-    gc.collect()
-    base = process.memory_info().rss
-    peak = base
-    finished = anyio.Event()
-
-    async def sample() -> None:
-        nonlocal peak
-        while not finished.is_set():
-            peak = max(peak, process.memory_info().rss)
-            await anyio.sleep(0.005)
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(sample)
-        try:
-            result = await work()
-        finally:
-            finished.set()
-    return result, max(peak, process.memory_info().rss) - base
-
-
-async def test_a_100_mb_event_of_many_data_lines_fails_the_request_within_the_memory_bound() -> (
-    None
-):
+async def test_a_100_mb_event_of_many_data_lines_fails_the_request_within_the_memory_bound(
+    with_peak_rss_growth: RSSProbe,
+) -> None:
     async with open_scripted_model_server(script(flood_event_bytes=100 * MIB)) as server:
 
         async def request() -> ModelRequestError:
@@ -86,7 +61,7 @@ async def test_a_100_mb_event_of_many_data_lines_fails_the_request_within_the_me
 
 
 async def test_a_200_mb_answer_is_cut_at_max_output_bytes_within_the_memory_bound(
-    workspace: Path,
+    workspace: Path, with_peak_rss_growth: RSSProbe
 ) -> None:
     events: list[AgentEvent] = []
     async with open_scripted_model_server(

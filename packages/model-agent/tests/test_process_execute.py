@@ -7,13 +7,12 @@ import os
 import socket
 import struct
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
-import psutil
 import pytest
 from model_agent._output_buffer import HeadTailBuffer
 from model_agent._process_tool import (
@@ -598,28 +597,15 @@ async def test_undecodable_bytes_become_replacement_characters(workspace: Path) 
     assert data["stdoutTotalBytes"] == 4
 
 
-async def test_a_gigabyte_flood_keeps_memory_bounded(workspace: Path) -> None:
-    me = psutil.Process()
-    baseline = me.memory_info().rss
-    peak = baseline
-    finished = anyio.Event()
-
-    async def sample() -> None:
-        nonlocal peak
-        while not finished.is_set():
-            peak = max(peak, me.memory_info().rss)
-            with anyio.move_on_after(0.02):
-                await finished.wait()
-
+async def test_a_gigabyte_flood_keeps_memory_bounded(
+    workspace: Path, with_peak_rss_growth: Callable[..., Awaitable[tuple[Any, int]]]
+) -> None:
     total = 1_000_000_000
     with anyio.fail_after(110):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(sample)
-            outcome = await make_tool().call(
-                {"command": f"yes | head -c {total}"}, make_context(workspace)
-            )
-            finished.set()
-    assert peak - baseline < 200 * 1024 * 1024
+        outcome, growth = await with_peak_rss_growth(
+            lambda: make_tool().call({"command": f"yes | head -c {total}"}, make_context(workspace))
+        )
+    assert growth < 200 * 1024 * 1024
     data = result_of(outcome)
     omitted = total - 2 * 16384
     assert data["stdout"] == "y\n" * 8192 + f"\n[… {omitted} bytes omitted …]\n" + "y\n" * 8192
