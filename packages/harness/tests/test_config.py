@@ -97,7 +97,7 @@ mode = "execute"
         ({"providers": {"a": {"kind": "acp", "command": "x", "args": "y"}}}, "providers.a.args"),
         ({"providers": {"a": {"kind": "acp", "command": "x", "args": [1]}}}, "providers.a.args"),
         (
-            {"providers": {"a": {"kind": "acp", "command": "x", "permission": "ask"}}},
+            {"providers": {"a": {"kind": "acp", "command": "x", "permission": "yolo"}}},
             "providers.a.permission",
         ),
         (

@@ -459,3 +459,65 @@ async def test_a_bad_mcp_flag_is_exit_2(tmp_path: Path) -> None:
     )
     assert code == 2
     assert err == 'harness: --mcp: expected NAME=URL or "NAME=COMMAND [ARGS...]"\n'
+
+
+# -- delegate: permission, fs, terminal, strict (ACP) ------------------------------------------
+
+_PERMISSION = {"permission": {"tool_kind": "execute", "title": "run make"}, "text": " done"}
+
+
+@pytest.mark.parametrize(
+    ("flags", "output", "code"),
+    [
+        (["--permission", "allow"], "[permission selected allow] done\n", 0),
+        (["--permission", "reject"], "[permission cancelled] done\n", 0),
+        (["--permission", "reject", "--strict"], "[permission cancelled] done\n", 1),
+    ],
+)
+async def test_delegate_permission_flags(
+    tmp_path: Path, flags: list[str], output: str, code: int
+) -> None:
+    _fake_provider(tmp_path, "asker", _PERMISSION)
+    got, out, err = await _harness(["delegate", "-w", str(tmp_path), "-p", "asker", *flags, "go"])
+    assert (got, out) == (code, output), err
+    if "reject" in flags:
+        assert err.splitlines()[-2:] == [
+            "stop reason: completed",
+            "diagnostic: ACP permission (policy: reject; tool kind: execute; decision: cancelled)",
+        ]
+
+
+async def test_delegate_permission_ask_asks_at_the_terminal(tmp_path: Path) -> None:
+    _fake_provider(tmp_path, "asker", _PERMISSION)
+    args = ["delegate", "-w", str(tmp_path), "-p", "asker", "--permission", "ask", "go"]
+    code, screen = await _run_on_pty(args, b"y\n")
+    assert code == 0
+    assert "Allow the child to execute: run make ? [y/N]" in screen
+
+
+async def test_delegate_permission_ask_without_a_terminal_is_exit_2(tmp_path: Path) -> None:
+    _fake_provider(tmp_path, "asker", _PERMISSION)
+    code, _, err = await _harness(
+        ["delegate", "-w", str(tmp_path), "-p", "asker", "--permission", "ask", "go"]
+    )
+    assert (code, err) == (2, "harness: --permission ask needs a terminal on stdin to ask at\n")
+
+
+async def test_acp_flags_on_another_kind_are_exit_2(tmp_path: Path) -> None:
+    code, _, err = await _harness(
+        ["delegate", "-w", str(tmp_path), "-p", "model", "--fs", "read", "go"],
+        env={"DEEPSEEK_API_KEY": "k"},
+    )
+    assert code == 2
+    assert err == (
+        'harness: --permission, --fs and --terminal apply to ACP providers; "model" is model\n'
+    )
+
+
+async def test_delegate_live_view_on_a_terminal(tmp_path: Path) -> None:
+    _fake_provider(tmp_path, "tools", {"tool_call": True, "text": "live answer", "chunks": 3})
+    code, screen = await _run_on_pty(["delegate", "-w", str(tmp_path), "-p", "tools", "go"], b"")
+    assert code == 0
+    assert "tool pending: noise tool call [read]" in screen
+    assert "tool completed: noise tool call [read]" in screen
+    assert "stop reason: completed" in screen

@@ -41,6 +41,9 @@ from typing import Literal, TypeVar, cast
 from ._exit import UsageError
 
 ProviderKind = Literal["acp", "sdk", "model"]
+PermissionPolicy = Literal["allow", "reject", "ask"]
+"""How an ACP child's permission requests are answered; `ask` asks at the terminal."""
+FileSystemMode = Literal["none", "read", "read-write"]
 CONFIG_FILE_NAME = "harness.toml"
 DEFAULT_BASE_URL = "https://api.deepseek.com"
 DEFAULT_MODEL = "deepseek-chat"
@@ -87,8 +90,12 @@ class ProviderSettings:
     cwd: Path | None = None
     env: Mapping[str, str] = field(default_factory=dict[str, str])
     """Explicit child variables as written: `${VAR}` references resolve at spawn time."""
-    permission: Literal["allow", "reject"] = "reject"
-    """ACP only: how the child's permission requests are answered."""
+    permission: PermissionPolicy = "reject"
+    """ACP only: how the child's permission requests (and file writes, terminals) are answered."""
+    fs: FileSystemMode = "none"
+    """ACP only: the client file system offered to the child, confined to the workspace."""
+    terminal: bool = False
+    """ACP only: offer client terminals (commands run as processes of the run)."""
     sdk_provider: str = "deepseek-official"
     """SDK only: the `provider` sent in `initialize`."""
     sdk_model: str = DEFAULT_MODEL
@@ -204,7 +211,7 @@ _PROCESS_KEYS = {
     "dispose_kill_grace_seconds",
 }
 _KIND_KEYS: dict[str, set[str]] = {
-    "acp": _COMMON_KEYS | _PROCESS_KEYS | {"permission"},
+    "acp": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "fs", "terminal"},
     "sdk": _COMMON_KEYS | _PROCESS_KEYS | {"provider", "model", "max_tokens"},
     "model": _COMMON_KEYS | {"mode"},
 }
@@ -325,8 +332,14 @@ def _provider(
     cwd = None if cwd_text is None else (base / cwd_text).resolve()
     env = _string_table(table, "env", prefix)
     permission = _string(table, "permission", prefix, "reject")
-    if permission not in ("allow", "reject"):
-        raise ConfigError(f"{prefix}.permission", 'must be "allow" or "reject"')
+    if permission not in ("allow", "reject", "ask"):
+        raise ConfigError(f"{prefix}.permission", 'must be "allow", "reject" or "ask"')
+    fs = _string(table, "fs", prefix, "none")
+    if fs not in ("none", "read", "read-write"):
+        raise ConfigError(f"{prefix}.fs", 'must be "none", "read" or "read-write"')
+    terminal = table.get("terminal", False)
+    if not isinstance(terminal, bool):
+        raise ConfigError(f"{prefix}.terminal", "must be true or false")
     return ProviderSettings(
         name=name,
         kind=kind,
@@ -335,6 +348,8 @@ def _provider(
         cwd=cwd,
         env=env,
         permission=permission,
+        fs=fs,
+        terminal=terminal,
         sdk_provider=_string(table, "provider", prefix, "deepseek-official"),
         sdk_model=_string(table, "model", prefix, DEFAULT_MODEL),
         max_tokens=_positive_int(table, "max_tokens", prefix),

@@ -7,7 +7,7 @@ result object); stop reason, diagnostic and progress go to stderr, never mixed.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -22,7 +22,7 @@ from subagent_core import (
     SubagentStartError,
 )
 
-from ._config import HarnessConfig
+from ._config import FileSystemMode, HarnessConfig, PermissionPolicy, ProviderSettings
 from ._delegate_view import JSONView, LiveView, PlainView, RunView
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
 from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
@@ -42,6 +42,46 @@ class DelegateOptions:
     """Cancel the child after this long (the run ends `aborted`, exit 1); None: no limit."""
     json: bool = False
     show_thinking: bool = False
+    strict: bool = False
+    """A completed run that still carries a diagnostic (a refused permission) exits 1."""
+    live: bool = True
+    """A live view on a terminal; off while questions are asked there (plain lines instead)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ACPOverrides:
+    """Command-line choices that replace an ACP provider's configured ones (None: keep)."""
+
+    permission: PermissionPolicy | None = None
+    fs: FileSystemMode | None = None
+    terminal: bool | None = None
+
+    @property
+    def any(self) -> bool:
+        return (self.permission, self.fs, self.terminal) != (None, None, None)
+
+    def apply(self, settings: ProviderSettings) -> ProviderSettings:
+        """`settings` with the overrides applied.
+
+        Raises:
+            UsageError: overrides for a provider that is not ACP, or `ask` without a terminal.
+        """
+        if not self.any:
+            return settings
+        if settings.kind != "acp":
+            raise UsageError(
+                f'--permission, --fs and --terminal apply to ACP providers; "{settings.name}" '
+                f"is {settings.kind}"
+            )
+        permission = self.permission or settings.permission
+        if permission == "ask" and not sys.stdin.isatty():
+            raise UsageError("--permission ask needs a terminal on stdin to ask at")
+        return replace(
+            settings,
+            permission=permission,
+            fs=self.fs or settings.fs,
+            terminal=settings.terminal if self.terminal is None else self.terminal,
+        )
 
 
 def delegate_once(
@@ -53,6 +93,7 @@ def delegate_once(
     base_url: str | None = None,
     model: str | None = None,
     options: DelegateOptions | None = None,
+    acp: ACPOverrides | None = None,
 ) -> int:
     """Runs one child and returns the exit code (0 completed, 1 otherwise, 130 interrupted).
 
@@ -72,6 +113,10 @@ def delegate_once(
         raise UsageError(f'no provider named "{provider}" (configured: {names})')
     if endpoint is None and (is_builtin(config, chosen) or chosen.kind == "model"):
         raise MissingKeyError
+    chosen = (acp or ACPOverrides()).apply(chosen)
+    options = options or DelegateOptions()
+    if chosen.permission == "ask" and chosen.kind == "acp":
+        options = replace(options, live=False)
     try:
         registry = build_registry([chosen], endpoint=endpoint, workspace=workspace)
     except ValueError as error:
@@ -82,7 +127,7 @@ def delegate_once(
         provider,
         prompt,
         workspace,
-        options or DelegateOptions(),
+        options,
         backend="asyncio",
     )
 
@@ -111,7 +156,9 @@ async def _delegate(
             teardown = await run.dispose()
     code = signal_exit_code(received)
     if code is None:
-        code = EXIT_OK if result.stop_reason == "completed" else EXIT_INCOMPLETE
+        completed = result.stop_reason == "completed"
+        refused = options.strict and result.diagnostic is not None
+        code = EXIT_OK if completed and not refused else EXIT_INCOMPLETE
     if options.json:
         emit(
             result_record(provider, result, teardown=teardown, exit_code=code, timed_out=timed_out)
@@ -159,7 +206,7 @@ async def _watch(
 def _view(options: DelegateOptions) -> RunView:
     if options.json:
         return JSONView()
-    if sys.stderr.isatty():
+    if options.live and sys.stderr.isatty():
         return LiveView(show_thinking=options.show_thinking)
     return PlainView(show_thinking=options.show_thinking)
 

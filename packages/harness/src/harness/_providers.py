@@ -14,6 +14,7 @@ from subagent_sdk import SDKConfig, SDKProvider
 
 from ._config import API_KEY_ENV, HarnessConfig, ProviderSettings
 from ._endpoint import ResolvedEndpoint
+from ._terminal_prompt import terminal_permission
 
 HARNESS_ARGV: tuple[str, ...] = (sys.executable, "-m", "harness")
 """How this harness starts itself as a child (works without the console script on PATH)."""
@@ -79,7 +80,16 @@ def build_provider(
             variable that is not set.
     """
     if settings.kind == "acp":
-        return ACPProvider(ACPConfig(**_process_fields(settings), permission=settings.permission))
+        return ACPProvider(
+            ACPConfig(
+                **_process_fields(settings),
+                permission=(
+                    terminal_permission() if settings.permission == "ask" else settings.permission
+                ),
+                fs=settings.fs,
+                terminal=settings.terminal,
+            )
+        )
     if settings.kind == "sdk":
         return SDKProvider(
             SDKConfig(

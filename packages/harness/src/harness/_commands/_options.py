@@ -20,6 +20,22 @@ class ModeChoice(StrEnum):
     execute = "execute"
 
 
+class PermissionChoice(StrEnum):
+    """How an ACP child's permission requests are answered."""
+
+    allow = "allow"
+    reject = "reject"
+    ask = "ask"
+
+
+class FileSystemChoice(StrEnum):
+    """The client file system an ACP child is offered."""
+
+    none = "none"
+    read = "read"
+    read_write = "read-write"
+
+
 ConfigOption = Annotated[
     Path | None,
     typer.Option(

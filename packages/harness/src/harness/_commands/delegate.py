@@ -9,8 +9,10 @@ import typer
 from ._options import (
     BaseURLOption,
     ConfigOption,
+    FileSystemChoice,
     JSONOption,
     ModelOption,
+    PermissionChoice,
     ShowThinkingOption,
     WorkspaceOption,
     read_prompt,
@@ -46,6 +48,35 @@ def delegate(
     ] = None,
     json: JSONOption = False,
     show_thinking: ShowThinkingOption = False,
+    permission: Annotated[
+        PermissionChoice | None,
+        typer.Option(
+            help=(
+                "ACP: answer the child's permission requests (and gate its file writes and "
+                "terminals): allow, reject, or ask at this terminal (default: the config's)."
+            ),
+        ),
+    ] = None,
+    fs: Annotated[
+        FileSystemChoice | None,
+        typer.Option(
+            help="ACP: offer the child this workspace's files: none, read or read-write.",
+        ),
+    ] = None,
+    terminal: Annotated[
+        bool | None,
+        typer.Option(
+            "--terminal/--no-terminal",
+            help="ACP: offer the child terminals (commands run as processes of this run).",
+        ),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Exit 1 when a completed child was refused something (its permission line).",
+        ),
+    ] = False,
 ) -> None:
     """Run one child through a configured provider and print its result.
 
@@ -56,7 +87,7 @@ def delegate(
     otherwise, 2 for a usage error, 130 when interrupted.
     """
     from harness._config import load_config
-    from harness._delegation import DelegateOptions, delegate_once
+    from harness._delegation import ACPOverrides, DelegateOptions, delegate_once
 
     root = workspace_path(workspace)
     settings = load_config(config, workspace=root)
@@ -67,6 +98,13 @@ def delegate(
         workspace=root,
         base_url=base_url,
         model=model,
-        options=DelegateOptions(timeout_seconds=timeout, json=json, show_thinking=show_thinking),
+        options=DelegateOptions(
+            timeout_seconds=timeout, json=json, show_thinking=show_thinking, strict=strict
+        ),
+        acp=ACPOverrides(
+            permission=None if permission is None else permission.value,
+            fs=None if fs is None else fs.value,
+            terminal=terminal,
+        ),
     )
     raise typer.Exit(code)
