@@ -40,8 +40,10 @@ GUARD_SCRIPT = Path(__file__).with_name("guard.py")
 request_listeners: list[Callable[[], None]] = []
 
 _INLINE_REQUEST_BYTES = 60_000
-_REUSABLE_GUARDS = 4
-"""Finished guards kept for reuse: a warm guard spawns faster than a freshly forked one."""
+_REUSABLE_GUARDS = 1
+"""Finished guards kept for reuse: a warm guard spawns faster than a freshly forked one.
+
+One, so the descriptors a host holds do not grow with its peak concurrency."""
 _PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = 1031
 
