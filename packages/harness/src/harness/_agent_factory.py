@@ -38,6 +38,7 @@ def agent_config(
     mode: Literal["ask", "execute"],
     max_steps: int = 50,
     approve: ApprovalCallback | None = None,
+    approve_child_actions: bool = False,
     mcp: Sequence[MCPServerSettings] = (),
 ) -> AgentConfig:
     """A top-level (depth 0) direct-model agent working in `workspace`.
@@ -53,6 +54,7 @@ def agent_config(
             mode=mode,
             max_steps=max_steps,
             approve=approve,
+            approve_child_actions=approve_child_actions,
             mcp_servers=servers,
         )
     except ValueError as error:

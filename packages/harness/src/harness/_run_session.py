@@ -71,6 +71,8 @@ def run_prompt(
         mode=mode,
         max_steps=max_steps,
         approve=ask_on_terminal if interactive and mode == "execute" else None,
+        # Every Execute action is asked, a delegated child's own commands included.
+        approve_child_actions=interactive and mode == "execute",
         mcp=mcp,
     )
     return anyio.run(_run, prompt, config, show_thinking, backend="asyncio")
