@@ -74,7 +74,7 @@ class WarmPool:
         if not self._fixed_cwd:
             self._cwd = cwd
         self._failed = False
-        if self._filler is None:
+        if self._filler is None or self._filler.done:
             self._filler = OwnedTask.start(self._fill, name="subagent-sdk warm pool")
         self._wanted.set()
 
