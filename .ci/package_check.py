@@ -86,15 +86,18 @@ def _exclude_newer() -> str:
 
 
 def _check_artifacts(package: dict[str, str], dist: Path) -> None:
+    licence = (ROOT / "LICENSE").read_bytes()
+    if (Path(package["folder"]) / "LICENSE").read_bytes() != licence:
+        raise CheckFailed("the package's LICENSE differs from the repository's")
     stem = f"{package['dist'].replace('-', '_')}-{package['version']}"
     wheel = dist / f"{stem}-py3-none-any.whl"
     sdist = dist / f"{stem}.tar.gz"
     if not wheel.is_file() or not sdist.is_file():
         raise CheckFailed(f"missing {wheel.name} or {sdist.name}")
     with zipfile.ZipFile(wheel) as archive:
-        names = archive.namelist()
-        if f"{stem}.dist-info/licenses/LICENSE" not in names:
-            raise CheckFailed("the wheel does not ship LICENSE")
+        shipped = f"{stem}.dist-info/licenses/LICENSE"
+        if shipped not in archive.namelist() or archive.read(shipped) != licence:
+            raise CheckFailed("the wheel's LICENSE is not the repository's")
         metadata = archive.read(f"{stem}.dist-info/METADATA").decode("utf-8")
     for field in METADATA_FIELDS:
         if not any(line.startswith(field) for line in metadata.splitlines()):
