@@ -194,6 +194,19 @@ class _GuardServer:
         self._owner = os.getpid()
         return ours
 
+    def forget(self) -> None:
+        """In a forked child: closes the inherited copies of the parent's sockets."""
+        self._lock = threading.Lock()
+        for sock in [*self._idle, *self._reusable]:
+            sock.close()
+        if self._sock is not None:
+            self._sock.close()
+        self._idle = []
+        self._reusable = []
+        self._sock = None
+        self._pid = None
+        self._owner = 0
+
     def _drop(self) -> None:
         for link in self._idle:
             link.close()
@@ -208,6 +221,9 @@ class _GuardServer:
 
 
 _SERVER = _GuardServer()
+# A forked host must not keep its parent's guards alive (they end when their owner's sockets
+# close): the child drops its copies and starts its own server when it spawns.
+os.register_at_fork(after_in_child=_SERVER.forget)
 
 
 def guard_server_pid() -> int | None:
