@@ -44,7 +44,6 @@ from acp.schema import (
     UsageUpdate,
     UserMessageChunk,
 )
-from pydantic import ValidationError
 from subagent_core import FrameTooLargeError, LineReader
 
 _log = logging.getLogger("subagent_acp")
@@ -196,7 +195,7 @@ class ChildTransport:
     def _deliver_update(self, params: object, size: int) -> None:
         try:
             notification = SessionNotification.model_validate(params)
-        except ValidationError:
+        except ValueError:  # the schema's validation error
             _log.debug("dropped a schema-invalid session/update (%d bytes)", size)
             return
         self.on_update(notification.update)
