@@ -60,6 +60,33 @@ async def test_fifty_sequential_runs_each_get_a_fresh_process(make_config) -> No
     assert fake_children() == []
 
 
+async def test_the_pool_never_exceeds_n_besides_its_runs(make_config, tmp_path: Path) -> None:
+    """Three runs in flight on a pool of two: at most 2 + 3 children at any point."""
+    gate = tmp_path / "gate"
+    config = make_config({"gate_file": str(gate), "text": "ok"}, prewarm=2)
+    counts: list[int] = []
+    with anyio.fail_after(60):
+        async with ACPProvider(config) as provider:
+            await provider.warm_up()
+            registry = SubagentRegistry()
+            registry.register(provider)
+            runs = [await registry.start("acp", SubagentRequest(prompt="go")) for _ in range(3)]
+            counts.append(len(fake_children()))
+            await provider.warm_up()
+            counts.append(len(fake_children()))
+            assert provider.warm_count == 2
+            gate.touch()
+            for run in runs:
+                async with run:
+                    assert await run.result() == SubagentResult(
+                        stop_reason="completed", output="ok"
+                    )
+            counts.append(len(fake_children()))
+    assert max(counts) <= 2 + 3
+    assert counts[-1] <= 2
+    assert fake_children() == []
+
+
 async def test_runs_on_warm_children_skip_the_spawn(make_config, tmp_path: Path) -> None:
     """The child a run gets was started before the run: it existed when warm_up returned."""
     config = make_config({"echo_pid": True}, prewarm=1)

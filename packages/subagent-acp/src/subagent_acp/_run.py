@@ -447,7 +447,7 @@ class ACPRun(SubagentRun):
         return gone
 
     def _failure(self, stage: Stage, raced: _Raced[T]) -> Failure:
-        """Classifies a lost race by the rules of the diagnostics spec."""
+        """Classifies a lost race by the classification rules in the package README."""
         proc = self._proc
         assert proc is not None
         exit_stage: Stage = "process" if stage == "prompt" else stage
