@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import cast
 
 from ._environment import child_env
+from ._remote import SSHRemote, check_remote_env
 
 
 def _no_env() -> Mapping[str, str | None]:
@@ -43,6 +44,9 @@ class ChildCommand:
     cwd: Path | None = None
     """The child's working directory, made absolute at construction; `None` inherits the
     parent's. Whether it exists is checked when the child is spawned."""
+    remote: SSHRemote | None = None
+    """Run the command on this host through `ssh` under the remote guard (`SSHRemote`); then
+    `env` and `cwd` apply on the remote host and env names must be shell identifiers."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -50,6 +54,10 @@ class ChildCommand:
         set_(self, "args", _check_args(cast(object, self.args)))
         set_(self, "env", MappingProxyType(_check_env(cast(object, self.env))))
         set_(self, "cwd", _check_cwd(cast(object, self.cwd)))
+        if self.remote is not None:
+            if not isinstance(cast(object, self.remote), SSHRemote):
+                raise ValueError("remote must be an SSHRemote or None")
+            check_remote_env(self)
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -59,6 +67,17 @@ class ChildCommand:
     def environment(self, parent: Mapping[str, str] | None = None) -> dict[str, str]:
         """The child's whole environment: `parent` (default `os.environ`) scrubbed, then `env`."""
         return child_env(self.env, parent)
+
+    def local_command(self) -> ChildCommand:
+        """What this host spawns: the command itself, or the `ssh` client running it remotely.
+
+        The ssh client gets the scrubbed local environment (no explicit `env`: that travels
+        in the remote command line) and this process's cwd.
+        """
+        if self.remote is None:
+            return self
+        argv = self.remote.ssh_argv(self)
+        return ChildCommand(command=argv[0], args=argv[1:])
 
 
 def _has_nul(text: str) -> bool:

@@ -25,6 +25,9 @@ from . import _process
 from ._import_graph import find_cycle as find_cycle
 from ._import_graph import import_graph as import_graph
 from ._process_tree import ProcessTree
+from ._test_sshd import TestSSHD as TestSSHD
+from ._test_sshd import open_test_sshd as open_test_sshd
+from ._test_sshd import sshd_available as sshd_available
 
 _PR_SET_CHILD_SUBREAPER = 36
 
