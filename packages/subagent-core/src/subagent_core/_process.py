@@ -318,6 +318,7 @@ async def open_managed_process(
         SpawnError: missing program, not executable, or bad cwd; raised before anything runs.
     """
     if isinstance(argv, ChildCommand):
+        argv = argv.local_command()  # a remote command: the local ssh client, guarded here
         cwd = argv.cwd if cwd is None else cwd
         env = argv.environment() if env is None else env
         argv = argv.argv
