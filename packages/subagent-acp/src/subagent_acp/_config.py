@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, cast
 
-from subagent_core import DEFAULT_MAX_OUTPUT_BYTES, ChildCommand
+from subagent_core import DEFAULT_MAX_OUTPUT_BYTES, ChildCommand, SSHRemote
 
 from ._permission import PermissionCallback, PermissionSetting
 
@@ -65,6 +65,7 @@ def _child_command(config: ACPConfig) -> ChildCommand:
             args=cast("tuple[str, ...]", config.args),
             env=config.env,
             cwd=config.cwd,
+            remote=config.remote,
         )
     except ValueError as error:
         raise ValueError(f"ACPConfig.{error}") from None
@@ -124,6 +125,9 @@ class ACPConfig:
     prewarm: int = 0
     """Children kept spawned and past `initialize` (0 to `MAX_PREWARM`), each used for exactly
     one run and replaced in the background; `ACPProvider.aclose()` ends them."""
+    remote: SSHRemote | None = None
+    """Run each child on another host through `ssh`, under the remote containment guard;
+    `command`, `env` and the workspace path then apply there (`fs`/`terminal` act on this host)."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -166,8 +170,11 @@ class ACPConfig:
         return [self.command, *self.args]
 
     def child_command(self, cwd: Path) -> ChildCommand:
-        """The command to spawn with `cwd` (already checked) as its working directory."""
-        return ChildCommand(command=self.command, args=tuple(self.args), env=self.env, cwd=cwd)
+        """The command this host spawns for `cwd` (already checked): the child, or with
+        `remote` the `ssh` client that runs it there."""
+        return ChildCommand(
+            command=self.command, args=tuple(self.args), env=self.env, cwd=cwd, remote=self.remote
+        ).local_command()
 
 
 def _check_provider_name(name: object) -> str:
