@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, cast
 
-from subagent_core import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_OUTPUT_BYTES, ChildCommand
+from subagent_core import (
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_MAX_OUTPUT_BYTES,
+    ChildCommand,
+    SSHRemote,
+)
 
 from ._client import DEFAULT_WRITE_TIMEOUT_SECONDS
 
@@ -86,6 +91,9 @@ class SDKConfig:
     """A write to the runtime blocked this long (it stopped reading) ends the run: `transport`."""
     prewarm: int = 0
     """Runtimes kept spawned and past `initialize`, each used for one run (0: none)."""
+    remote: SSHRemote | None = None
+    """Run each runtime on another host through `ssh`, under the remote containment guard;
+    `command`, `env` and the workspace path then apply there."""
 
     def __post_init__(self) -> None:
         # Values may come from a config file, so every check works on `object`.
@@ -133,6 +141,7 @@ class SDKConfig:
                 args=cast("tuple[str, ...]", self.args),
                 env=self.env,
                 cwd=cast("Path | None", self.cwd),
+                remote=self.remote,
             )
         except ValueError as error:
             raise ValueError(f"SDKConfig.{error}") from None

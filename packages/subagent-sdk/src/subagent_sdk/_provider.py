@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -105,11 +106,12 @@ class SDKProvider:
 
     def _client(self, cwd: Path) -> SDKClient:
         config = self._config
-        command = config.child_command
+        # With `remote`, the local ssh client (no cwd of its own) runs the runtime in `cwd`.
+        command = replace(config.child_command, cwd=cwd).local_command()
         return SDKClient(
             command.command,
             command.args,
-            cwd=cwd,
+            cwd=command.cwd,
             env=command.environment(),
             max_frame_bytes=config.max_frame_bytes,
             write_timeout_seconds=config.write_timeout_seconds,
