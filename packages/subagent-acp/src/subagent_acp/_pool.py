@@ -85,6 +85,7 @@ class WarmChild:
     async def _own(self) -> None:
         config = self._pool.config
         command = config.child_command(self.cwd)
+        driven = False
         try:
             async with open_managed_process(
                 command.argv,
@@ -105,6 +106,7 @@ class WarmChild:
                     self._ready = True
                     self._pool.changed()
                     if await self._wait_for_claim(proc) and self._run is not None:
+                        driven = True
                         await self._run.drive_owned(proc, session, initialized)
                 finally:
                     with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_SECONDS):
@@ -113,6 +115,8 @@ class WarmChild:
             _log.warning("a warm ACP child could not be spawned (%s)", error.reason)
             self._pool.failed = True
         finally:
+            if self._run is not None and not driven:
+                self._run.abandon()  # claimed, then lost before driving: the start fails
             self._pool.ended(self)
 
     async def _initialize(

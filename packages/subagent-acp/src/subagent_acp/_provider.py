@@ -1,4 +1,10 @@
-"""`ACPProvider`: the registry-facing side of the ACP backend."""
+"""`ACPProvider`: the registry-facing side of the ACP backend.
+
+With `prewarm > 0` a run's child usually comes from the provider's warm pool (spawned and past
+`initialize` in the background, used for exactly one run); otherwise, or when none is ready for
+the run's cwd, it is spawned cold. A warm child found dead before its session starts is
+replaced by a cold start, so the caller never sees it.
+"""
 
 from __future__ import annotations
 
@@ -68,7 +74,7 @@ class ACPProvider:
         return False
 
     async def start(self, request: SubagentRequest) -> SubagentRun:
-        """Spawns the child, runs `initialize` and `session/new`, and publishes the run.
+        """Takes a warm child or spawns one, runs the handshake, and publishes the run.
 
         The prompt is sent as soon as the run is published.
 

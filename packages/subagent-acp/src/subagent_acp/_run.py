@@ -244,6 +244,12 @@ class ACPRun(SubagentRun):
         self._start_cause = cause
         self._ready.set()
 
+    def abandon(self) -> None:
+        """Fails a start whose pre-spawned child was lost before it could be driven."""
+        self.warm_child_died = True
+        self._fail_start(_unexpected(self._stage), None, None)
+        self._settle("aborted", None)
+
     # -- owner side ------------------------------------------------------------------------
 
     async def _own(self) -> None:
