@@ -66,6 +66,24 @@ async def test_a_request_flood_from_a_child_that_never_reads_is_bounded(make_con
     assert growth[0] <= 64 * MB
 
 
+async def test_a_child_that_stops_reading_its_answer_ends_the_run_as_transport(
+    make_config, tmp_path: Path
+) -> None:
+    """It asks for a 4 MiB file, then never reads: our answer's write stalls while our reader
+    waits on a silent pipe; the write bound ends the run (no hang, nothing left)."""
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"y" * (4 * MB))
+    config = make_config(
+        {"flood_requests": {"method": "fs/read_text_file", "count": 1, "path": str(big)}},
+        fs="read",
+        write_timeout_seconds=1.0,
+    )
+    with anyio.fail_after(60):
+        result, disposed = await run_and_dispose(config)
+    assert result == SubagentResult(stop_reason="error", output="", diagnostic=TRANSPORT)
+    assert disposed is None
+
+
 async def test_a_request_flood_from_a_reading_child_is_answered_and_bounded(
     make_config, tmp_path: Path
 ) -> None:

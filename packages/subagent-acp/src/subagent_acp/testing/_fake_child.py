@@ -544,8 +544,11 @@ class FakeChild:
     def _flood(self, flood: Mapping[str, Any]) -> None:
         """Sends `count` requests without reading stdin, then never reads it again."""
         method = str(flood.get("method", "fs/read_text_file"))
+        params = self._probe_params(method)
+        if "path" in flood:
+            params["path"] = flood["path"]
         for _ in range(int(flood.get("count", 100_000))):
-            self._request(method, self._probe_params(method))
+            self._request(method, params)
         self._flush()
         while True:
             threading.Event().wait(3600)
