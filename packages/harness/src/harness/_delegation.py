@@ -13,7 +13,6 @@ from pathlib import Path
 import anyio
 from subagent_core import (
     CancelSignal,
-    SpawnError,
     SubagentError,
     SubagentRegistry,
     SubagentRequest,
@@ -29,6 +28,7 @@ from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
 from ._json_output import emit, result_record
 from ._providers import build_registry, is_builtin, provider_settings
 from ._signals import cancel_on_signals
+from ._start_failure import SPAWN_HINTS, spawn_reason
 
 EVENTS_DRAIN_SECONDS = 5.0
 """How long the view may take to receive the last events once the run has settled."""
@@ -209,24 +209,6 @@ def _view(options: DelegateOptions) -> RunView:
     if options.live and sys.stderr.isatty():
         return LiveView(show_thinking=options.show_thinking)
     return PlainView(show_thinking=options.show_thinking)
-
-
-def spawn_reason(error: BaseException) -> str | None:
-    """The closed reason (`not-found`, `not-executable`, `bad-cwd`, `os-error`) a spawn failed."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, SpawnError):
-            return seen.reason
-        seen = seen.__cause__
-    return None
-
-
-SPAWN_HINTS = {
-    "not-found": "the command was not found (is it installed and on PATH?)",
-    "not-executable": "the command is not executable",
-    "bad-cwd": "the child's working directory does not exist",
-    "os-error": "the operating system refused to start it",
-}
 
 
 def _report_start_failure(

@@ -11,12 +11,12 @@ from rich.table import Table
 from subagent_core import SubagentRequest, SubagentStartError
 
 from ._config import HarnessConfig, ProviderSettings
-from ._delegation import SPAWN_HINTS, spawn_reason
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
 from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError
 from ._json_output import emit
 from ._output import output_console
 from ._providers import build_provider, is_builtin, provider_settings
+from ._start_failure import SPAWN_HINTS, spawn_reason
 
 CHECK_TIMEOUT_SECONDS = 30.0
 
