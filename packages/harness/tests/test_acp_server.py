@@ -18,7 +18,9 @@ from acp.schema import (
     SseMcpServer,
     ToolCallProgress,
 )
-from harness._acp_server import _prompt_text, _Updates, mcp_servers_from_acp
+from harness._acp_server import _prompt_text
+from harness._agent_server_mcp import mcp_servers_from_acp
+from harness._agent_server_updates import Updates
 from model_agent import MCPHTTPServer, MCPStdioServer
 
 
@@ -33,7 +35,7 @@ class _Recorder:
 async def test_waiting_text_chunks_and_progress_of_one_call_merge_in_order() -> None:
     from acp.helpers import update_agent_message_text, update_agent_thought_text
 
-    updates = _Updates()
+    updates = Updates()
     updates.put(update_agent_message_text("a"))
     updates.put(update_agent_message_text("b"))
     updates.put(update_agent_thought_text("t"))

@@ -1,6 +1,7 @@
 """`harness acp-agent`: the direct-model agent behind the official `acp` SDK, on stdio.
 
-This is the one module that touches the asyncio-only `acp` SDK on the server side. A session
+This module (with `_agent_server_updates` and `_agent_server_mcp`) is where the asyncio-only
+`acp` SDK serves; `import acp` happens only when the command runs. A session
 is a conversation (`Conversation`): each `session/prompt` continues its history, and every
 session is stored under the state directory, so `session/list`, `session/load` (the history
 replayed as updates) and `session/resume` work across restarts. Modes `ask`/`execute` are
@@ -21,10 +22,8 @@ import dataclasses
 import json
 import logging
 import os
-import re
 import sys
 import uuid
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,21 +44,17 @@ from acp.helpers import (
 )
 from acp.schema import (
     AgentCapabilities,
-    AgentMessageChunk,
-    AgentThoughtChunk,
     AllowedOutcome,
     AuthenticateResponse,
     AuthEnvVar,
     ConfigOptionUpdate,
     EmbeddedResourceContentBlock,
     EnvVarAuthMethod,
-    HttpMcpServer,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
-    McpServerStdio,
     NewSessionResponse,
     PermissionOption,
     PromptCapabilities,
@@ -91,9 +86,7 @@ from model_agent import (
     ChildEnded,
     ChildEvent,
     ChildStarted,
-    MCPHTTPServer,
     MCPServer,
-    MCPStdioServer,
     ReasoningDelta,
     TextDelta,
     ToolEnded,
@@ -101,6 +94,7 @@ from model_agent import (
 )
 from subagent_core import CancelSignal, open_stdio_streams
 
+from ._agent_server_mcp import mcp_servers_from_acp
 from ._agent_server_stdio import stdin_lines
 from ._agent_server_tools import (
     ASKS_APPROVAL,
@@ -110,6 +104,7 @@ from ._agent_server_tools import (
     cut,
     describe,
 )
+from ._agent_server_updates import Update, Updates
 from ._config import API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
 from ._conversation import Conversation
 from ._endpoint import ResolvedEndpoint
@@ -151,8 +146,6 @@ _MODES: dict[ModeId, SessionMode] = {
 _ALLOW_OPTION = "allow-once"
 _REJECT_OPTION = "reject-once"
 
-_Update = AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress
-
 
 class TurnFailedError(RequestError):
     """A failed turn: JSON-RPC -32603 `Internal error` with no `data` (model text is not safe)."""
@@ -164,85 +157,12 @@ class TurnFailedError(RequestError):
         return {"code": self.code, "message": "Internal error"}
 
 
-class _Updates:
-    """A turn's outgoing updates, in order; consecutive text chunks merge while waiting.
-
-    The agent publishes synchronously and never waits on the client; merging keeps what waits
-    bounded by the turn's own text, not by how many chunks it streamed.
-    """
-
-    def __init__(self) -> None:
-        self._items: deque[_Update] = deque()
-        self._ready = anyio.Event()
-        self._drained = anyio.Event()
-        self._drained.set()
-        self._closed = False
-
-    def put(self, update: _Update) -> None:
-        last = self._items[-1] if self._items else None
-        if (
-            isinstance(update, AgentMessageChunk | AgentThoughtChunk)
-            and type(last) is type(update)
-            and isinstance(update.content, TextContentBlock)
-            and isinstance(cast(AgentMessageChunk, last).content, TextContentBlock)
-        ):
-            previous = cast(TextContentBlock, cast(AgentMessageChunk, last).content)
-            merged = previous.text + update.content.text
-            self._items[-1] = (
-                update_agent_message_text(merged)
-                if isinstance(update, AgentMessageChunk)
-                else update_agent_thought_text(merged)
-            )
-        elif (
-            isinstance(update, ToolCallProgress)
-            and isinstance(last, ToolCallProgress)
-            and last.tool_call_id == update.tool_call_id
-        ):
-            changes = {
-                name: value
-                for name in ToolCallProgress.model_fields
-                if (value := getattr(update, name)) is not None
-            }
-            self._items[-1] = last.model_copy(update=changes)
-        else:
-            self._items.append(update)
-        if self._drained.is_set():
-            self._drained = anyio.Event()
-        self._ready.set()
-
-    def close(self) -> None:
-        self._closed = True
-        self._ready.set()
-
-    async def flush(self) -> None:
-        """Returns once everything put so far was sent (or dropped)."""
-        await self._drained.wait()
-
-    async def pump(self, conn: AgentSideConnection | None, session_id: str) -> None:
-        """Sends updates until closed and empty; a dead client only drops them."""
-        while True:
-            while self._items:
-                update = self._items.popleft()
-                if conn is not None:
-                    try:
-                        await conn.session_update(session_id=session_id, update=update)
-                    except Exception:
-                        _log.debug("dropping a session/update: the client is gone")
-            self._drained.set()
-            if self._closed:
-                return
-            self._ready = anyio.Event()
-            if self._items:
-                continue
-            await self._ready.wait()
-
-
 @dataclass(slots=True)
 class _Session:
     conversation: Conversation
     cancel: CancelSignal | None = None
     """The running turn's signal; None while idle."""
-    updates: _Updates | None = None
+    updates: Updates | None = None
     """The running turn's outgoing updates."""
     last_call: dict[str, str] = field(default_factory=dict[str, str])
     """Tool name → id of its latest started call, so a permission request names the call."""
@@ -616,7 +536,7 @@ class HarnessACPAgent:
             raise TurnFailedError
         text = _prompt_text(prompt)
         cancel = CancelSignal()
-        updates = _Updates()
+        updates = Updates()
         session.cancel = cancel
         session.updates = updates
         self._running += 1
@@ -642,7 +562,7 @@ class HarnessACPAgent:
         return PromptResponse(stop_reason=stop_reason)
 
     async def _turn(
-        self, session: _Session, text: str, cancel: CancelSignal, updates: _Updates
+        self, session: _Session, text: str, cancel: CancelSignal, updates: Updates
     ) -> AgentStatus | None:
         def observe(event: AgentEvent) -> None:
             update = self._update_for(session, event)
@@ -663,7 +583,7 @@ class HarnessACPAgent:
     def _asks_approval(self, session: _Session, name: str) -> bool:
         return self._ask_permission and session.stored.mode == "execute" and name in ASKS_APPROVAL
 
-    def _update_for(self, session: _Session, event: AgentEvent) -> _Update | None:
+    def _update_for(self, session: _Session, event: AgentEvent) -> Update | None:
         if isinstance(event, TextDelta):
             return update_agent_message_text(event.text) if event.text else None
         if isinstance(event, ReasoningDelta):
@@ -704,7 +624,7 @@ class HarnessACPAgent:
             )
         return self._child_update(session, event)
 
-    def _child_update(self, session: _Session, event: AgentEvent) -> _Update | None:
+    def _child_update(self, session: _Session, event: AgentEvent) -> Update | None:
         """A delegated child's activity as an update of its `subagent_delegate` call."""
         if isinstance(event, ChildStarted):
             call_id = session.last_call.get("subagent_delegate")
@@ -837,63 +757,6 @@ def _activity_update(call_id: str, activity: ChildActivity) -> ToolCallProgress:
         tool_call_id=call_id,
         content=[tool_content(text_block(activity.render()))],
     )
-
-
-_MCP_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-def _mcp_name(name: str, taken: set[str]) -> str:
-    """A server name the agent accepts (`[A-Za-z0-9_-]`, at most 32, no `__`), unique."""
-    base = _MCP_NAME_CHARS.sub("_", name)
-    while "__" in base:
-        base = base.replace("__", "_")
-    base = base.strip("_")[:28] or "mcp"
-    candidate, number = base, 1
-    while candidate in taken:
-        number += 1
-        candidate = f"{base}-{number}"
-    taken.add(candidate)
-    return candidate
-
-
-def mcp_servers_from_acp(servers: object, workspace: Path) -> tuple[MCPServer, ...]:
-    """The agent's MCP servers for a client's `mcpServers` (stdio and http; others refused).
-
-    Raises:
-        RequestError: invalid params — an SSE or ACP server (not advertised), or a server the
-            agent cannot use (bad command, URL or header); the client's values are not echoed.
-    """
-    converted: list[MCPServer] = []
-    taken: set[str] = set()
-    for server in cast(list[Any], servers or []):
-        try:
-            if isinstance(server, McpServerStdio):
-                converted.append(
-                    MCPStdioServer(
-                        name=_mcp_name(server.name, taken),
-                        command=server.command,
-                        args=tuple(server.args),
-                        env={variable.name: variable.value for variable in server.env},
-                        cwd=workspace,
-                    )
-                )
-            elif isinstance(server, HttpMcpServer):
-                converted.append(
-                    MCPHTTPServer(
-                        name=_mcp_name(server.name, taken),
-                        url=server.url,
-                        headers={header.name: header.value for header in server.headers},
-                    )
-                )
-            else:
-                raise RequestError.invalid_params(
-                    {"mcpServers": "only stdio and http MCP servers are supported"}
-                )
-        except ValueError:
-            raise RequestError.invalid_params(
-                {"mcpServers": "an MCP server's command, URL or headers are not usable"}
-            ) from None
-    return tuple(converted)
 
 
 def _replayed(entry: TranscriptEntry) -> Any:
