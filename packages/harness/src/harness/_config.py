@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar, cast
 
+from subagent_core import SSHRemote
+
 from ._exit import UsageError
 
 ProviderKind = Literal["acp", "sdk", "model"]
@@ -105,6 +107,8 @@ class ProviderSettings:
     dispose_eof_grace_seconds: float = 6.0
     dispose_grace_seconds: float = 3.0
     dispose_kill_grace_seconds: float = 3.0
+    remote: SSHRemote | None = None
+    """acp/sdk: run the child on another host through `ssh` (the `remote = {…}` table)."""
     source: Path | None = field(default=None, compare=False)
     """The file this table came from (None for a built-in); errors at spawn time name it."""
 
@@ -209,6 +213,7 @@ _PROCESS_KEYS = {
     "dispose_eof_grace_seconds",
     "dispose_grace_seconds",
     "dispose_kill_grace_seconds",
+    "remote",
 }
 _KIND_KEYS: dict[str, set[str]] = {
     "acp": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "fs", "terminal"},
@@ -356,8 +361,36 @@ def _provider(
         dispose_eof_grace_seconds=_seconds(table, "dispose_eof_grace_seconds", prefix, 6.0),
         dispose_grace_seconds=_seconds(table, "dispose_grace_seconds", prefix, 3.0),
         dispose_kill_grace_seconds=_seconds(table, "dispose_kill_grace_seconds", prefix, 3.0),
+        remote=_remote(table, base, prefix),
         source=source,
     )
+
+
+_REMOTE_KEYS = {"destination", "port", "identity_file", "options", "python"}
+
+
+def _remote(table: Mapping[str, object], base: Path, prefix: str) -> SSHRemote | None:
+    """`remote = { destination = "user@host", port = 22, identity_file = "…", options = […] }`."""
+    if "remote" not in table:
+        return None
+    remote = _table(table["remote"], f"{prefix}.remote")
+    _reject_unknown(remote, _REMOTE_KEYS, f"{prefix}.remote")
+    destination = _optional_string(remote, "destination", f"{prefix}.remote")
+    if destination is None:
+        raise ConfigError(f"{prefix}.remote.destination", "is required (the host to run on)")
+    identity = _optional_string(remote, "identity_file", f"{prefix}.remote")
+    try:
+        return SSHRemote(
+            destination=destination,
+            port=_positive_int(remote, "port", f"{prefix}.remote"),
+            identity_file=None if identity is None else base / Path(identity).expanduser(),
+            options=tuple(_list(remote, "options", f"{prefix}.remote", item=str)),
+            python=_string(remote, "python", f"{prefix}.remote", "python3"),
+        )
+    except ValueError as error:
+        # The message names the field ("remote.port must …") and never the value.
+        key, _, problem = str(error).partition(" ")
+        raise ConfigError(f"{prefix}.{key}", problem) from None
 
 
 _MCP_STDIO_KEYS = {"command", "args", "env", "cwd"}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from subagent_acp import ACPConfig, ACPProvider
-from subagent_core import SubagentProvider, SubagentRegistry
+from subagent_core import SSHRemote, SubagentProvider, SubagentRegistry
 from subagent_sdk import SDKConfig, SDKProvider
 
 from ._config import API_KEY_ENV, HarnessConfig, ProviderSettings
@@ -115,6 +115,7 @@ class _ProcessFields(TypedDict):
     dispose_eof_grace_seconds: float
     dispose_grace_seconds: float
     dispose_kill_grace_seconds: float
+    remote: SSHRemote | None
 
 
 def _process_fields(settings: ProviderSettings) -> _ProcessFields:
@@ -128,6 +129,7 @@ def _process_fields(settings: ProviderSettings) -> _ProcessFields:
         dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
         dispose_grace_seconds=settings.dispose_grace_seconds,
         dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
+        remote=settings.remote,
     )
 
 
