@@ -98,7 +98,7 @@ from ._agent_server_mcp import mcp_servers_from_acp
 from ._agent_server_stdio import stdin_lines
 from ._agent_server_tools import (
     ASKS_APPROVAL,
-    MAX_OUTPUT_CHARS,
+    MAX_OUTPUT_BYTES,
     ChildActivity,
     ToolView,
     cut,
@@ -605,7 +605,7 @@ class HarnessACPAgent:
             )
         if isinstance(event, ToolEnded):
             view = session.views.pop(event.call_id, None)
-            output = cut(event.content, MAX_OUTPUT_CHARS)
+            output = cut(event.content, MAX_OUTPUT_BYTES)
             content: list[Any] | None = [tool_content(text_block(output))] if output else None
             if view is not None and view.diff is not None and not event.is_error:
                 content = None  # the diff shown at the start stays the call's content
@@ -663,7 +663,7 @@ class HarnessACPAgent:
                         session_update="tool_call_update",
                         tool_call_id=inner.call_id,
                         status=status,
-                        content=[tool_content(text_block(cut(inner.content, MAX_OUTPUT_CHARS)))]
+                        content=[tool_content(text_block(cut(inner.content, MAX_OUTPUT_BYTES)))]
                         if inner.content
                         else None,
                     )

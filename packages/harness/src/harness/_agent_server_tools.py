@@ -12,14 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from subagent_core import BoundedText
+
 ToolKind = Literal["read", "edit", "search", "execute", "think", "other"]
 
 MAX_TITLE_CHARS = 120
-MAX_OUTPUT_CHARS = 16 * 1024
+MAX_OUTPUT_BYTES = 16 * 1024
 """A finished call's output shown in the editor is cut to this (the model saw its own bound)."""
 MAX_DIFF_FILE_BYTES = 256 * 1024
 """A file larger than this is shown as a write without its old text."""
-_CUT_MARK = "\n… (cut)"
 
 ASKS_APPROVAL = frozenset({"process_execute", "write_file", "edit_file", "subagent_delegate"})
 """The calls an Execute session asks the client about before running them."""
@@ -60,15 +61,14 @@ def tool_kind(name: str) -> ToolKind:
     return _KINDS.get(name, "other")
 
 
-def cut(text: str, limit: int) -> str:
-    """`text` bounded to `limit` characters, with a visible mark when cut."""
-    if len(text) <= limit:
-        return text
-    return text[: max(0, limit - len(_CUT_MARK))] + _CUT_MARK
+def cut(text: str, max_bytes: int = MAX_OUTPUT_BYTES) -> str:
+    """`text` bounded to `max_bytes` UTF-8 bytes, marked where cut (core's one output bound)."""
+    return BoundedText(max_bytes).add(text)
 
 
 def _one_line(text: str) -> str:
-    return cut(" ".join(text.split()), MAX_TITLE_CHARS)
+    line = " ".join(text.split())
+    return line if len(line) <= MAX_TITLE_CHARS else line[: MAX_TITLE_CHARS - 1] + "…"
 
 
 def _arguments(raw: str) -> dict[str, Any] | None:

@@ -28,7 +28,7 @@ from model_agent import (
 from subagent_core import CancelSignal
 
 from ._agent_factory import agent_config
-from ._agent_server_tools import MAX_OUTPUT_CHARS, cut, describe
+from ._agent_server_tools import MAX_OUTPUT_BYTES, cut, describe
 from ._endpoint import ResolvedEndpoint
 from ._session_store import SessionStore, StoredSession, TranscriptEntry
 
@@ -115,7 +115,7 @@ class Conversation:
                 stored.add(
                     TranscriptEntry(
                         role="tool",
-                        text=cut(event.content, MAX_OUTPUT_CHARS),
+                        text=cut(event.content, MAX_OUTPUT_BYTES),
                         call_id=event.call_id,
                         title=view.title,
                         kind=view.kind,
