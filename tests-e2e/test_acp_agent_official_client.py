@@ -386,6 +386,8 @@ async def test_a_session_keeps_its_conversation_across_prompts(
             first = await _prompt(agent, session_id, "my number is 41")
             second = await _prompt(agent, session_id, "add one to it")
     assert (first.stop_reason, second.stop_reason) == ("end_turn", "end_turn")
+    titles = [u.title for u in client.updates if type(u).__name__ == "SessionInfoUpdate"]
+    assert titles == ["my number is 41"]
     assert _user_and_assistant_texts(server.requests[-1]) == [
         ("user", "my number is 41"),
         ("assistant", "Noted: 41."),

@@ -66,6 +66,7 @@ from acp.schema import (
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
     SessionInfo,
+    SessionInfoUpdate,
     SessionListCapabilities,
     SessionMode,
     SessionModeState,
@@ -544,10 +545,20 @@ class HarnessACPAgent:
             self._idle = anyio.Event()
         status: AgentStatus | None = None
         try:
+            untitled = session.stored.title is None
             async with anyio.create_task_group() as tg:
                 tg.start_soon(updates.pump, self._conn, session.id)
                 try:
                     status = await self._turn(session, text, cancel, updates)
+                    if untitled and session.stored.title is not None:
+                        # The first prompt names the session in the client's session list.
+                        updates.put(
+                            SessionInfoUpdate(
+                                session_update="session_info_update",
+                                title=session.stored.title,
+                                updated_at=session.stored.updated_at,
+                            )
+                        )
                 finally:
                     updates.close()
         finally:

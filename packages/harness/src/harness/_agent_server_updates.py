@@ -12,6 +12,7 @@ from acp.helpers import update_agent_message_text, update_agent_thought_text
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    SessionInfoUpdate,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
@@ -19,7 +20,9 @@ from acp.schema import (
 
 _log = logging.getLogger("harness.acp_agent")
 
-Update = AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress
+Update = (
+    AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | SessionInfoUpdate
+)
 """What a turn sends while it runs."""
 
 
