@@ -17,6 +17,7 @@ from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import psutil
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
@@ -28,6 +29,8 @@ from subagent_core import (
     SubagentRegistry,
     SubagentRequest,
     SubagentStartError,
+    child_env,
+    open_managed_process,
 )
 from subagent_core.testing import TestSSHD, open_test_sshd, sshd_available
 from subagent_sdk import SDKConfig, SDKProvider
@@ -293,3 +296,42 @@ def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+async def test_harness_delegate_runs_a_harness_toml_provider_on_a_remote_host(
+    sshd: TestSSHD, workspace: Path, tmp_path: Path
+) -> None:
+    """The README's worked example: a `remote = {…}` provider table, `harness delegate`."""
+    remote = sshd.remote
+    config = tmp_path / "harness.toml"
+    config.write_text(
+        f"""
+[providers.build1]
+kind = "acp"
+command = {json.dumps(sys.executable)}
+args = ["-m", "subagent_acp.testing"]
+env = {{ ACP_FAKE_SCRIPT = {json.dumps(json.dumps({"text": "done on build1"}))} }}
+dispose_eof_grace_seconds = 2.0
+remote = {{ destination = "{remote.destination}", port = {remote.port}, identity_file = {json.dumps(str(remote.identity_file))}, options = {json.dumps(list(remote.options))} }}
+""",
+        encoding="utf-8",
+    )
+    argv = [sys.executable, "-m", "harness", "delegate", "go", "--provider", "build1"]
+    argv += ["--config", str(config), "--workspace", str(workspace)]
+    with anyio.fail_after(60):
+        async with open_managed_process(
+            argv, env=child_env({}), stdin="devnull", stderr="pipe"
+        ) as process:
+            out, err = bytearray(), bytearray()
+
+            async def drain(stream: anyio.abc.ByteReceiveStream | None, into: bytearray) -> None:
+                assert stream is not None
+                async for chunk in stream:
+                    into.extend(chunk)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(drain, process.stdout, out)
+                group.start_soon(drain, process.stderr, err)
+            outcome = await process.wait()
+    assert outcome.exit_code == 0, err.decode()
+    assert out.decode() == "done on build1\n"
