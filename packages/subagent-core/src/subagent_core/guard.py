@@ -458,8 +458,12 @@ class _Server:
         """Forks an idle guard and gives the owner its request socket."""
         link = self.fork_guard()
         with contextlib.suppress(OSError):
+            # Never blocks: an owner that stopped taking offers must not stall the server
+            # (the offered guard then just exits).
             self.main.sendmsg(
-                [b"G"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_array([link.fileno()]))]
+                [b"G"],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_array([link.fileno()]))],
+                socket.MSG_DONTWAIT,
             )
         link.close()
 
