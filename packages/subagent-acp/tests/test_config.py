@@ -22,7 +22,7 @@ def test_defaults() -> None:
         config.dispose_eof_grace_seconds,
         config.dispose_grace_seconds,
         config.dispose_kill_grace_seconds,
-    ) == (6.0, 3.0, 3.0)
+    ) == (0.5, 0.5, 3.0)
     assert config.max_frame_bytes == 16 * 1024 * 1024
     assert config.max_output_bytes == 8 * 1024 * 1024
     assert config.write_timeout_seconds == 10.0

@@ -501,6 +501,34 @@ async def test_sigterm_trapping_child_is_killed(make_config, tmp_path: Path) -> 
     assert marker.exists()
 
 
+async def test_deaf_trapping_child_is_disposed_fast_with_default_graces(
+    make_config, tmp_path: Path
+) -> None:
+    """The default graces end a finished run whose child ignores EOF and traps SIGTERM quickly.
+
+    Real agents ignore stdin EOF; with the old 6 s + 3 s graces every dispose of their runs
+    waited 9 s after the answer was in hand. The bound is generous for a loaded machine; the
+    figure itself is measured in bench/.
+    """
+    defaults = ACPConfig(command="x")
+    script = {"ignore_eof": True, "trap_sigterm": True, "text": "done"}
+    config = make_config(
+        script,
+        dispose_eof_grace_seconds=defaults.dispose_eof_grace_seconds,
+        dispose_grace_seconds=defaults.dispose_grace_seconds,
+        dispose_kill_grace_seconds=defaults.dispose_kill_grace_seconds,
+    )
+    registry = registry_with(config)
+    with anyio.fail_after(60):
+        run = await registry.start("acp", SubagentRequest(prompt="go"))
+        result = await run.result()
+        with anyio.fail_after(
+            defaults.dispose_eof_grace_seconds + defaults.dispose_grace_seconds + 4.0
+        ):
+            assert await run.dispose() is None
+    assert (result.stop_reason, result.output) == ("completed", "done")
+
+
 async def test_grandchild_holding_stdout_is_torn_down(make_config, run_once) -> None:
     script = {"grandchild": True, "grandchild_setsid": True, "ignore_eof": True, "text": "ok"}
     result, disposed = await run_once(make_config(script))

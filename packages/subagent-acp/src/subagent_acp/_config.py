@@ -110,10 +110,12 @@ class ACPConfig:
     env: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
     """Explicit child environment laid over the scrubbed parent environment; `None` removes an
     inherited name. Credentials and ambient `DSH_*` values reach the child only through here."""
-    dispose_eof_grace_seconds: float = 6.0
-    """After stdin EOF, before SIGTERM to the tree."""
-    dispose_grace_seconds: float = 3.0
-    """After SIGTERM, before SIGKILL to the tree."""
+    dispose_eof_grace_seconds: float = 0.5
+    """After stdin EOF, before SIGTERM to the tree. A cooperative child exits on EOF within
+    milliseconds, while real agents (claude-agent-acp, codex-acp) ignore EOF entirely: a long
+    grace only delays disposing a run whose answer is already in hand."""
+    dispose_grace_seconds: float = 0.5
+    """After SIGTERM, before SIGKILL to the tree; a settled run has no work left to flush."""
     dispose_kill_grace_seconds: float = 3.0
     """After SIGKILL, before reporting the tree not gone."""
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
