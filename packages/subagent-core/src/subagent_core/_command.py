@@ -57,7 +57,7 @@ class ChildCommand:
         if self.remote is not None:
             if not isinstance(cast(object, self.remote), SSHRemote):
                 raise ValueError("remote must be an SSHRemote or None")
-            check_remote_env(self)
+            check_remote_env(self.env)
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -76,7 +76,7 @@ class ChildCommand:
         """
         if self.remote is None:
             return self
-        argv = self.remote.ssh_argv(self)
+        argv = self.remote.ssh_argv(self.argv, env=self.env, cwd=self.cwd)
         return ChildCommand(command=argv[0], args=argv[1:])
 
 

@@ -25,13 +25,10 @@ import os
 import re
 import shlex
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
-
-if TYPE_CHECKING:
-    from ._command import ChildCommand
+from typing import cast
 
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -138,9 +135,18 @@ class SSHRemote:
                 raise _fail(key, "must be a finite number of seconds, 0 or more")
             set_(self, key, float(seconds))
 
-    def ssh_argv(self, command: ChildCommand) -> tuple[str, ...]:
-        """The local argv: `ssh -T -o BatchMode=yes … -- DESTINATION REMOTE-COMMAND`."""
-        argv = [
+    def ssh_argv(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str | None] | None = None,
+        cwd: Path | None = None,
+    ) -> tuple[str, ...]:
+        """The local argv: `ssh -T -o BatchMode=yes … -- DESTINATION REMOTE-COMMAND`.
+
+        `argv`, `env` and `cwd` are the remote command's (already checked by `ChildCommand`).
+        """
+        ssh = [
             self.ssh,
             "-T",
             "-o",
@@ -151,26 +157,33 @@ class SSHRemote:
             f"ConnectTimeout={self.connect_timeout_seconds}",
         ]
         if self.port is not None:
-            argv += ["-p", str(self.port)]
+            ssh += ["-p", str(self.port)]
         if self.identity_file is not None:
-            argv += ["-i", str(self.identity_file)]
+            ssh += ["-i", str(self.identity_file)]
         for option in self.options:
-            argv += ["-o", option]
-        argv += ["--", self.destination, self.remote_command(command)]
-        return tuple(argv)
+            ssh += ["-o", option]
+        ssh += ["--", self.destination, self.remote_command(argv, env=env, cwd=cwd)]
+        return tuple(ssh)
 
-    def remote_command(self, command: ChildCommand) -> str:
+    def remote_command(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str | None] | None = None,
+        cwd: Path | None = None,
+    ) -> str:
         """The shell command line the remote login shell runs (every word quoted)."""
+        env = env or {}
         words: list[str] = []
-        if command.cwd is not None:
-            words += ["cd", "--", command.cwd.as_posix(), "&&"]
+        if cwd is not None:
+            words += ["cd", "--", cwd.as_posix(), "&&"]
         words.append("exec")
-        if command.env:
+        if env:
             words.append("env")
-            for name, value in command.env.items():
+            for name, value in env.items():
                 if value is None:
                     words += ["-u", name]
-            words += [f"{name}={value}" for name, value in command.env.items() if value is not None]
+            words += [f"{name}={value}" for name, value in env.items() if value is not None]
         words += [self.python, "-I", "-S", "-c", _guard_bootstrap()]
         words += [
             "--eof-grace",
@@ -178,14 +191,14 @@ class SSHRemote:
             "--term-grace",
             repr(self.term_grace_seconds),
             "--",
-            *command.argv,
+            *argv,
         ]
         return " ".join(word if word == "&&" else shlex.quote(word) for word in words)
 
 
-def check_remote_env(command: ChildCommand) -> None:
+def check_remote_env(env: Mapping[str, str | None]) -> None:
     """Refuses env names the remote `env` could misread (they must be shell identifiers)."""
-    for name in command.env:
+    for name in env:
         if _SHELL_NAME.fullmatch(name) is None:
             raise ValueError("env names must be shell identifiers when remote is set")
 
