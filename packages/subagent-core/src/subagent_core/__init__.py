@@ -61,6 +61,7 @@ from ._process import SpawnError as SpawnError
 from ._process import open_managed_process as open_managed_process
 from ._registry import SubagentRegistry as SubagentRegistry
 from ._remote import SSHRemote as SSHRemote
+from ._run import ClosableProvider as ClosableProvider
 from ._run import SubagentProvider as SubagentProvider
 from ._run import SubagentRun as SubagentRun
 from ._run import new_run_id as new_run_id
@@ -84,6 +85,7 @@ __all__ = [
     "CancelSignal",
     "Capabilities",
     "ChildCommand",
+    "ClosableProvider",
     "EventBuffer",
     "EventsDropped",
     "FrameTooLargeError",

@@ -5,13 +5,15 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
+from types import TracebackType
+from typing import Self
 
 import anyio
 
 from ._diagnostics import bound_diagnostic
 from ._errors import SubagentError, SubagentStartError
 from ._events import SubagentEvent
-from ._run import SubagentProvider, SubagentRun
+from ._run import ClosableProvider, SubagentProvider, SubagentRun
 from ._types import Capabilities, RunInfo, SubagentRequest, SubagentResult
 
 _log = logging.getLogger("subagent_core")
@@ -33,6 +35,9 @@ class SubagentRegistry:
 
     Every run it publishes is wrapped so that `result().diagnostic`, the text `dispose()`
     returns, and every `SubagentStartError` pass `bound_diagnostic()`, whatever the provider.
+
+    `async with registry:` (or `await registry.aclose()`) unregisters every provider and closes
+    the closable ones (`ClosableProvider`), so pre-spawned children do not outlive it.
     """
 
     def __init__(
@@ -62,6 +67,40 @@ class SubagentRegistry:
                 del self._providers[name]
 
         return unregister
+
+    async def unregister_and_close(self, name: str) -> bool:
+        """Unregisters the provider named `name` and closes it if it is closable.
+
+        Returns False when no provider has that name. Runs already published stay with their
+        holders. The close is shielded: a cancelled caller still releases the provider's
+        resources (the provider bounds its own close).
+        """
+        provider = self._providers.pop(name, None)
+        if provider is None:
+            return False
+        await _close(provider)
+        return True
+
+    async def aclose(self) -> None:
+        """Unregisters every provider and closes the closable ones, newest first.
+
+        A provider whose close raises is logged; the others are still closed. The registry
+        stays usable: providers may be registered again.
+        """
+        while self._providers:
+            name = next(reversed(self._providers))
+            await self.unregister_and_close(name)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     def names(self) -> list[str]:
         """Provider names in registration order."""
@@ -106,6 +145,16 @@ def check_capabilities(name: str, capabilities: Capabilities, request: SubagentR
                 "UNSUPPORTED_CAPABILITY",
                 f'subagent provider "{name}" does not support the "{capability}" capability',
             )
+
+
+async def _close(provider: SubagentProvider) -> None:
+    if not isinstance(provider, ClosableProvider):
+        return
+    with anyio.CancelScope(shield=True):
+        try:
+            await provider.aclose()
+        except Exception:
+            _log.exception("closing subagent provider %r raised", provider.name)
 
 
 def _bounded_start_error(error: SubagentStartError) -> SubagentStartError:

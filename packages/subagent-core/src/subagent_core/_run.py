@@ -101,3 +101,17 @@ class SubagentProvider(Protocol):
             SubagentStartError: the child could not start; everything was rolled back first.
         """
         ...
+
+
+@runtime_checkable
+class ClosableProvider(SubagentProvider, Protocol):
+    """A provider that owns resources beyond its runs (for example pre-spawned children).
+
+    `aclose()` releases them (every warm child's tree gone) and leaves published runs alone:
+    they stay with their holders. It is idempotent, bounds every step itself and never raises
+    for a cleanup failure; the registry calls it shielded from cancellation.
+    """
+
+    async def aclose(self) -> None:
+        """Releases what the provider holds; published runs are not affected."""
+        ...
