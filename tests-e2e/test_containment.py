@@ -23,6 +23,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from model_agent import ProcessExecuteTool, RequestContext
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_core import CancelSignal, SubagentRegistry, SubagentRequest, SubagentResult
+from subagent_core.testing import live_descendants, poll_until
 from subagent_sdk import SDKConfig, SDKProvider
 from subagent_sdk.testing import FakeScript
 
@@ -224,6 +225,7 @@ from subagent_acp import ACPConfig, ACPProvider
 from subagent_core import SubagentRegistry, SubagentRequest
 from subagent_sdk import SDKConfig, SDKProvider
 from subagent_sdk.testing import FakeScript
+from subagent_core.testing import live_descendants, poll_until
 
 acp_argv, sdk_argv, cwd = json.loads(sys.argv[1])
 
@@ -273,5 +275,7 @@ async def test_sigkill_of_a_parent_with_an_acp_and_an_sdk_run_leaves_nothing_wit
             parent.send_signal(signal.SIGKILL)
             await parent.wait()
             with anyio.fail_after(2):
-                while [pid for pid in below if not is_gone(pid)]:  # noqa: ASYNC110 - other processes
-                    await anyio.sleep(0.01)
+                await poll_until(lambda: [pid for pid in below if not is_gone(pid)] == [])
+        # A guard forked after `below` was taken exits too (its owner's socket is gone).
+        with anyio.fail_after(5):
+            await poll_until(lambda: live_descendants() == [])

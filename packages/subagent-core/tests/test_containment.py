@@ -46,6 +46,12 @@ def alive(pids: list[int]) -> list[int]:
     return [pid for pid in pids if not is_gone(pid)]
 
 
+async def hosts_guards_are_gone() -> None:
+    """After a host process exits, its guard server exits on its own (it sees EOF): wait."""
+    with anyio.fail_after(5):
+        await poll_until(lambda: live_descendants() == [])
+
+
 async def read_pids(proc: ManagedProcess) -> list[int]:
     assert proc.stdout is not None
     line = await BufferedByteReceiveStream(proc.stdout).receive_until(b"\n", 4096)
@@ -261,6 +267,7 @@ async def test_sigint_inside_the_spawn_ends_the_host_and_leaks_nothing() -> None
         async with anyio.create_task_group() as tg:
             for _ in range(20):
                 tg.start_soon(sigint_inside_the_spawn, limiter)
+    await hosts_guards_are_gone()
 
 
 PARENT = """
@@ -307,6 +314,7 @@ async def test_sigkill_of_the_owner_ends_every_tree_within_two_seconds(
             await parent.wait()
             with anyio.fail_after(2):
                 await poll_until(lambda: alive(below) == [])
+    await hosts_guards_are_gone()
 
 
 async def run_guard_command(child: ChildArgv, end: str) -> None:
@@ -388,6 +396,7 @@ async def test_pipes_reach_eof_when_the_child_exits_on_every_spawn_path() -> Non
     with anyio.fail_after(30):
         done = await anyio.run_process([sys.executable, "-c", FIRST_SPAWN])
     assert done.stdout == b"b'hi\\n' b''\n" * 3
+    await hosts_guards_are_gone()
 
 
 async def test_a_large_environment_and_a_leader_signal_reach_the_child() -> None:
@@ -399,3 +408,29 @@ async def test_a_large_environment_and_a_leader_signal_reach_the_child() -> None
             assert await read_pids(proc) == [100_000]
             proc.send_signal(signal.SIGUSR1)
             assert await proc.wait() == ProcessOutcome(exit_code=None, signal="SIGUSR1")
+
+
+FORKING_HOST = """
+import os, sys
+import anyio
+from subagent_core import open_managed_process
+
+async def spawn_echo():
+    async with open_managed_process(["/bin/echo", "hi"], stdin="devnull") as proc:
+        return b"".join([chunk async for chunk in proc.stdout])
+
+print(anyio.run(spawn_echo), flush=True)
+child = os.fork()
+if child == 0:
+    print(anyio.run(spawn_echo), flush=True)  # its own guard server, not its parent's
+    os._exit(0)
+os.waitpid(child, 0)
+print(anyio.run(spawn_echo), flush=True)
+"""
+
+
+async def test_a_forked_host_gets_its_own_guards() -> None:
+    with anyio.fail_after(30):
+        done = await anyio.run_process([sys.executable, "-c", FORKING_HOST])
+    assert done.stdout == b"b'hi\\n'\n" * 3
+    await hosts_guards_are_gone()
