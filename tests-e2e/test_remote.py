@@ -262,6 +262,7 @@ async def test_sigkill_of_the_local_parent_ends_the_remote_tree_within_5s(
             await wait_file(prompted)
             tree = remote_tree(sshd)
             assert len(tree) >= 4
+            assert sys.platform != "win32"
             parent.send_signal(signal.SIGKILL)
             await parent.wait()
             await wait_gone(tree, 5)

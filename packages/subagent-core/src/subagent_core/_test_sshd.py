@@ -13,6 +13,7 @@ import getpass
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -67,6 +68,12 @@ class TestSSHD:
         )
 
 
+def _is_root() -> bool:
+    if sys.platform == "win32":
+        return False
+    return os.geteuid() == 0
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -117,9 +124,9 @@ def _configure(directory: Path, port: int) -> tuple[Path, SSHRemote]:
     """Writes the server config, `authorized_keys` and the pinned `known_hosts`."""
     host_key, client_key = directory / "host_key", directory / "client_key"
     (directory / "authorized_keys").write_bytes(client_key.with_suffix(".pub").read_bytes())
-    if os.geteuid() == 0:
+    if _is_root():
         Path("/run/sshd").mkdir(mode=0o755, parents=True, exist_ok=True)
-    user = "root" if os.geteuid() == 0 else getpass.getuser()
+    user = "root" if _is_root() else getpass.getuser()
     config = directory / "sshd_config"
     config.write_text(
         "\n".join(
