@@ -80,3 +80,54 @@ async def raw_run(argv: Sequence[str], cwd: str, prompt: str = "bench") -> RawRu
         proc.stdin.close()
         await proc.wait()
     return RawRun(str(response.stop_reason), "".join(collector.parts), prompt_seconds)
+
+
+@dataclass(slots=True)
+class _FirstUpdate:
+    """Notes the clock at the first `session/update` of the prompt."""
+
+    at: float | None = None
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        if self.at is None:
+            self.at = time.perf_counter()
+
+    async def request_permission(self, *args: Any, **kwargs: Any) -> RequestPermissionResponse:
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+
+async def raw_first_update(argv: Sequence[str], cwd: str, prompt: str = "bench") -> float:
+    """Seconds from `session/new` to the first update, on a child already up and initialized.
+
+    The floor a pool of warm children can approach: spawn and `initialize` happen before the
+    clock, so only the session, the prompt and the first update are timed.
+    """
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        cwd=cwd,
+        env=dict(os.environ),
+        limit=_STREAM_LIMIT,
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    first = _FirstUpdate()
+    conn = ClientSideConnection(cast(Client, first), proc.stdin, proc.stdout)
+    try:
+        await conn.initialize(
+            protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities()
+        )
+        started = time.perf_counter()
+        session = await conn.new_session(cwd=cwd, mcp_servers=[])
+        await conn.prompt(
+            session_id=session.session_id, prompt=[TextContentBlock(type="text", text=prompt)]
+        )
+    finally:
+        await conn.close()
+        proc.stdin.close()
+        await proc.wait()
+    if first.at is None:
+        raise RuntimeError("the child sent no update")
+    return first.at - started

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PYTHON = sys.executable
@@ -20,6 +20,8 @@ class Context:
     work: Path
     """A scratch directory, removed after the run."""
     quick: bool
+    figures: dict[str, str] = field(default_factory=dict[str, str])
+    """Files a case wants written next to results.md (name -> text), e.g. an SVG plot."""
 
     def reps(self, full: int, quick: int) -> int:
         return quick if self.quick else full
@@ -31,13 +33,18 @@ class Context:
 
 
 def live_descendants() -> list[int]:
-    """Pids of this process's descendants that are still running (zombies count as gone)."""
-    import psutil
+    """Pids of this process's descendants that are still running (zombies count as gone).
 
+    The containment guard server and its idle guards are infrastructure, not a run's leftovers.
+    """
+    import psutil
+    from subagent_core.testing import containment_processes
+
+    infrastructure = containment_processes()
     alive: list[int] = []
     for child in psutil.Process().children(recursive=True):
         try:
-            if child.status() != psutil.STATUS_ZOMBIE:
+            if child.pid not in infrastructure and child.status() != psutil.STATUS_ZOMBIE:
                 alive.append(child.pid)
         except psutil.NoSuchProcess:
             continue

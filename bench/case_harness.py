@@ -10,7 +10,8 @@ from _report import Section
 from _timing import paired, process_subject, ratios
 
 
-def _harness() -> str:
+def harness_path() -> str:
+    """The installed `harness` console script (beside this interpreter, else on PATH)."""
     beside = Path(PYTHON).with_name("harness")
     found = str(beside) if beside.exists() else shutil.which("harness")
     if found is None:
@@ -19,7 +20,7 @@ def _harness() -> str:
 
 
 async def startup(ctx: Context) -> list[Section]:
-    harness = _harness()
+    harness = harness_path()
     section = Section(
         "harness CLI start-up vs python -c pass",
         notes=[

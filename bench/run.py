@@ -1,8 +1,9 @@
 """Run every benchmark case, print the table and write `bench/results.md`.
 
-    uvx nox -s bench                  # the full suite (a few minutes)
-    uvx nox -s bench -- --quick       # smoke run: few repetitions, results.md untouched
-    python bench/run.py --only acp-overhead,model-client --output /tmp/partial.md
+    uvx nox -s bench                  # the full suite (about 6 minutes on a quiet 2-core machine)
+    uvx nox -s bench -- --quick       # smoke run: few repetitions, small sizes, results.md untouched
+    uv run python bench/run.py --only fanout --quick       # one case by name
+    uv run python bench/run.py --only siblings,events --output /tmp/partial.md
 
 Each case measures a subject against its baseline in the same interleaved rounds, and every
 ratio is computed pair by pair from those rounds (see `_timing.py`).
@@ -27,12 +28,16 @@ import case_acp
 import case_cancel
 import case_containment
 import case_delegation
+import case_dispose
+import case_events
+import case_fanout
 import case_harness
 import case_model
+import case_prewarm
 import case_process
 import case_sdk
+import case_siblings
 from _context import BENCH, Context
-from _findings import FINDINGS
 from _machine import describe, load_average
 from _report import Section, console_table, fmt, markdown_sections, spread, target_rows
 
@@ -48,6 +53,11 @@ CASES: dict[str, Case] = {
     "model-client": case_model.model_client,
     "delegation": case_delegation.delegation,
     "harness": case_harness.startup,
+    "siblings": case_siblings.quiet_sibling,
+    "events": case_events.events,
+    "prewarm": case_prewarm.prewarm,
+    "dispose": case_dispose.dispose,
+    "fanout": case_fanout.fanout,
 }
 
 
@@ -115,20 +125,14 @@ def _markdown(
         if row.verdict == "MISSED":
             missed.append(row.label)
     failed = [s.title for s in sections if s.error is not None]
-    lines += ["", "## Missed targets and their profiled causes", ""]
-    if missed:
-        lines += [
-            "Profiles are cProfile runs of the same subjects on this machine "
-            "(`python bench/profile_case.py SCENARIO`, output in `bench/profiles/`). cProfile "
-            "inflates call-heavy code, so read their shares rather than their absolute "
-            "milliseconds.",
-            "",
-        ]
+    lines += ["", "## Missed targets", ""]
     if not missed and not failed:
         lines.append("Every target was met in this run.")
     for label in missed:
-        finding = FINDINGS.get(label)
-        lines.append(f"- **{label}: missed.** " + (finding or "No profile recorded for this."))
+        lines.append(
+            f"- **{label}: missed.** What profiling found for it so far is in "
+            "[`bench/README.md`](README.md#findings)."
+        )
     for title in failed:
         lines.append(f"- **{title}: the case failed to run** (see the section below).")
     lines += ["", "## Cases", "", markdown_sections(sections)]
@@ -179,6 +183,9 @@ def _update_readme(sections: list[Section], started: datetime.datetime) -> None:
 
 
 async def _main(args: argparse.Namespace) -> int:
+    if args.list:
+        print("\n".join(CASES))
+        return 0
     names = list(CASES) if args.only is None else args.only.split(",")
     unknown = [name for name in names if name not in CASES]
     if unknown:
@@ -210,6 +217,10 @@ async def _main(args: argparse.Namespace) -> int:
             "utf-8",
         )
         print(f"wrote {output}")
+        for name, text in ctx.figures.items():
+            figure = output.with_name(name)
+            figure.write_text(text, "utf-8")
+            print(f"wrote {figure}")
         if output == BENCH / "results.md":
             _update_readme(sections, started)
     return 1 if any(s.error is not None for s in sections) else 0
@@ -219,6 +230,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few repetitions (smoke run)")
     parser.add_argument("--only", help="comma-separated case names: " + ", ".join(CASES))
+    parser.add_argument("--list", action="store_true", help="print the case names and exit")
     parser.add_argument("--output", type=Path, help="Markdown file to write")
     args = parser.parse_args()
     return anyio.run(_main, args, backend="asyncio")
