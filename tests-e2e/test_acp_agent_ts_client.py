@@ -250,3 +250,43 @@ async def test_a_write_is_an_edit_tool_call_with_a_diff(
     ]
     assert report["permissions"] == ["edit"]
     assert (workspace / "notes.txt").read_text(encoding="utf-8") == "new\n"
+
+
+async def test_a_delegated_child_and_client_mcp_servers_validate(
+    ts_sdk: Path, scripted_model: Any, workspace: Path, tmp_path: Path
+) -> None:
+    """Child activity updates, the child's own permission request and MCP tools: all valid."""
+    from model_agent.testing import mcp_test_server_command
+
+    command, *args = mcp_test_server_command()
+    child_calls = [
+        {"name": "process_execute", "arguments": {"command": "echo child-ran"}},
+        {"name": "notes__read_note", "arguments": {"name": "todo"}},
+    ]
+    delegate = {
+        "name": "subagent_delegate",
+        "arguments": {"task": "CHILD-TASK: work", "description": "kid"},
+    }
+    rules = [
+        {"match": "CHILD-TASK", "replies": [{"tool_calls": child_calls}, {"text": "kid done"}]},
+        {"match": "delegate it", "replies": [{"tool_calls": [delegate]}, {"text": "done"}]},
+    ]
+    new = {
+        "method": "session/new",
+        "params": {
+            "cwd": str(workspace),
+            "mcpServers": [{"name": "notes", "command": command, "args": args, "env": []}],
+        },
+    }
+    steps = [_initialize(), new, _prompt("delegate it")]
+    async with scripted_model(rules) as server:
+        report = await _drive(ts_sdk, steps, base_url=server.base_url, state_dir=tmp_path / "s")
+    assert report["results"][2]["ok"]["stopReason"] == "end_turn"
+    assert report["permissions"] == ["think", "execute"]
+    starts = [u for u in report["updates"] if u["sessionUpdate"] == "tool_call"]
+    assert [(u["kind"], u["title"]) for u in starts] == [
+        ("think", "Subagent: kid"),
+        ("execute", "echo child-ran"),
+    ]
+    child_results = [m["content"] for m in server.requests[-2]["messages"] if m["role"] == "tool"]
+    assert "note todo: all good" in child_results
