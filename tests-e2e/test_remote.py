@@ -52,7 +52,9 @@ DEAF = {
 
 @pytest.fixture
 async def sshd() -> AsyncGenerator[TestSSHD]:
-    with anyio.fail_after(20):
+    # A bound on setup, the test (each bounds itself more tightly) and the teardown together:
+    # the server's task group spans the yield, so one scope must enclose all three.
+    with anyio.fail_after(120):
         async with open_test_sshd() as server:
             yield server
             await wait_gone(remote_tree(server), 10)
