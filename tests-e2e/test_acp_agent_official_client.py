@@ -703,3 +703,44 @@ _DELEGATE_KID = {
         }
     ]
 }
+
+
+async def test_an_http_mcp_server_from_session_new_is_used(
+    scripted_model: Any, workspace: Path
+) -> None:
+    from acp.schema import HttpMcpServer
+    from model_agent.testing import mcp_test_server_command
+
+    call = {"name": "web__read_note", "arguments": {"name": "todo"}}
+    rules = [{"match": "check notes", "replies": [{"tool_calls": [call]}, {"text": "read"}]}]
+    client = RecordingClient()
+    with anyio.fail_after(90):
+        async with await anyio.open_process(
+            list(mcp_test_server_command(http=True)), start_new_session=True
+        ) as mcp:
+            try:
+                assert mcp.stdout is not None
+                url = b""
+                while not url.endswith(b"\n"):
+                    url += await mcp.stdout.receive(1)
+                async with (
+                    scripted_model(rules) as server,
+                    open_acp_agent(client, server.base_url) as agent,
+                ):
+                    await agent.conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+                    session = await agent.conn.new_session(
+                        cwd=str(workspace),
+                        mcp_servers=[
+                            HttpMcpServer(
+                                type="http", name="web", url=url.decode().strip(), headers=[]
+                            )
+                        ],
+                    )
+                    response = await _prompt(agent, session.session_id, "check notes")
+            finally:
+                mcp.terminate()
+                with anyio.CancelScope(shield=True):
+                    await mcp.wait()
+    assert response.stop_reason == "end_turn"
+    results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results == ["note todo: all good"]
