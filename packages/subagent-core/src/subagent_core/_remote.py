@@ -144,6 +144,9 @@ class SSHRemote:
     ) -> tuple[str, ...]:
         """The local argv: `ssh -T -o BatchMode=yes … -- DESTINATION REMOTE-COMMAND`.
 
+        Our options come first, so `options` cannot turn off `BatchMode` or the forwarding
+        bans (ssh keeps the first value of each).
+
         `argv`, `env` and `cwd` are the remote command's (already checked by `ChildCommand`).
         """
         ssh = [
@@ -155,6 +158,14 @@ class SSHRemote:
             f"ServerAliveInterval={self.server_alive_interval_seconds}",
             "-o",
             f"ConnectTimeout={self.connect_timeout_seconds}",
+            # A child is not trusted with this host: no agent, X11 or port forwarding, whatever
+            # the ssh config says (for -o, the first value given wins).
+            "-o",
+            "ForwardAgent=no",
+            "-o",
+            "ForwardX11=no",
+            "-o",
+            "ClearAllForwardings=yes",
         ]
         if self.port is not None:
             ssh += ["-p", str(self.port)]
