@@ -744,3 +744,45 @@ async def test_an_http_mcp_server_from_session_new_is_used(
     assert response.stop_reason == "end_turn"
     results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
     assert results == ["note todo: all good"]
+
+
+@dataclass
+class HoldingClient(RecordingClient):
+    """Never answers a permission request; `asked` fires when one arrives."""
+
+    asked: anyio.Event = field(default_factory=anyio.Event)
+
+    async def request_permission(
+        self,
+        session_id: str,
+        tool_call: ToolCallUpdate,
+        options: list[PermissionOption],
+        **kwargs: Any,
+    ) -> RequestPermissionResponse:
+        self.permission_kinds.append(tool_call.kind)
+        self.asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+async def test_a_cancel_while_permission_is_pending_ends_the_turn_cancelled(
+    scripted_model: Any, workspace: Path
+) -> None:
+    client = HoldingClient()
+    responses: list[Any] = []
+    with anyio.fail_after(60):
+        async with (
+            scripted_model(_write_proof_rules("never")) as server,
+            open_acp_agent(client, server.base_url) as agent,
+        ):
+            session_id = await _session(agent, workspace)
+            async with anyio.create_task_group() as tg:
+
+                async def prompt() -> None:
+                    responses.append(await _prompt(agent, session_id, "write proof"))
+
+                tg.start_soon(prompt)
+                await client.asked.wait()
+                await agent.conn.cancel(session_id=session_id)
+    assert [r.stop_reason for r in responses] == ["cancelled"]
+    assert not (workspace / "proof.txt").exists()
