@@ -9,6 +9,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from subagent_core import ChildCommand, ProcessOutcome, SSHRemote, open_managed_process
 from subagent_core.testing import open_test_sshd, sshd_available
 
@@ -196,3 +198,23 @@ def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
+
+
+@settings(deadline=None, max_examples=40)  # shlex.split of the ~10 KB line is slow
+@given(
+    args=st.lists(_TEXT, max_size=5),
+    env=st.dictionaries(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True), _TEXT),
+)
+def test_every_word_reaches_the_remote_shell_unchanged(
+    args: list[str], env: dict[str, str]
+) -> None:
+    """Whatever the args and env values hold (quotes, `$`, `;`, newlines), the remote shell
+    splits the command line back into exactly the words we meant."""
+    command = ChildCommand(command="agent", args=tuple(args), env=env, remote=REMOTE)
+    words = remote_words(command)
+    assert words[-len(args) - 1 :] == ["agent", *args]
+    if env:
+        assert words[2 : 2 + len(env)] == [f"{name}={value}" for name, value in env.items()]
