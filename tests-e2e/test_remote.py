@@ -216,14 +216,18 @@ import json, sys
 import anyio
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_core import SSHRemote, SubagentRegistry, SubagentRequest
+from subagent_sdk import SDKConfig, SDKProvider
 
-remote, command, env, cwd = json.loads(sys.argv[1])
+kind, remote, command, env, cwd = json.loads(sys.argv[1])
 
 async def main():
     registry = SubagentRegistry()
-    registry.register(ACPProvider(ACPConfig(
-        command=command[0], args=command[1:], env=env, remote=SSHRemote(**remote))))
-    run = await registry.start("acp", SubagentRequest(prompt="hang", cwd=cwd))
+    config = ACPConfig if kind == "acp" else SDKConfig
+    provider = ACPProvider if kind == "acp" else SDKProvider
+    registry.register(provider(config(
+        provider_name=kind, command=command[0], args=command[1:], env=env,
+        remote=SSHRemote(**remote))))
+    run = await registry.start(kind, SubagentRequest(prompt="hang", cwd=cwd))
     sys.stdout.write("started\n")
     sys.stdout.flush()
     await anyio.sleep_forever()
@@ -232,22 +236,41 @@ anyio.run(main)
 """
 
 
+@pytest.mark.parametrize("kind", ["acp", "sdk"])
 async def test_sigkill_of_the_local_parent_ends_the_remote_tree_within_5s(
-    sshd: TestSSHD, workspace: Path, tmp_path: Path
+    sshd: TestSSHD, workspace: Path, tmp_path: Path, kind: str
 ) -> None:
-    prompted = tmp_path / "prompted"
-    script = {**DEAF, "markers": {"at": "prompt", "path": str(prompted), "text": "1"}}
+    """The parent (public API only) is SIGKILLed mid-run: its local guard kills `ssh`, the
+    remote guard sees EOF and ends the deaf, TERM-trapping remote tree."""
+    ready = tmp_path / "ready"
+    if kind == "acp":
+        script = {**DEAF, "markers": {"at": "prompt", "path": str(ready), "text": "1"}}
+        command = [sys.executable, "-m", "subagent_acp.testing"]
+        env = script_env(script)
+        least = 4  # session, guard, child, grandchild
+    else:
+        sdk_script = FakeScript(
+            hang_at="prompt",
+            ready_file=str(ready),
+            ignore_eof=True,
+            trap_sigterm=True,
+            ignore_shutdown=True,
+        )
+        command = [sys.executable, "-m", "subagent_sdk.testing", "--json", sdk_script.to_json()]
+        env = {}
+        least = 3  # session, guard, runtime
     remote = sshd.remote
     payload = json.dumps(
         [
+            kind,
             {
                 "destination": remote.destination,
                 "port": remote.port,
                 "identity_file": str(remote.identity_file),
                 "options": list(remote.options),
             },
-            [sys.executable, "-m", "subagent_acp.testing"],
-            script_env(script),
+            command,
+            env,
             str(workspace),
         ]
     )
@@ -261,9 +284,9 @@ async def test_sigkill_of_the_local_parent_ends_the_remote_tree_within_5s(
             assert parent.stdout is not None
             line = await BufferedByteReceiveStream(parent.stdout).receive_until(b"\n", 64)
             assert line == b"started"
-            await wait_file(prompted)
+            await wait_file(ready)
             tree = remote_tree(sshd)
-            assert len(tree) >= 4
+            assert len(tree) >= least
             assert sys.platform != "win32"
             parent.send_signal(signal.SIGKILL)
             await parent.wait()
