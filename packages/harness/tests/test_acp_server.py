@@ -120,3 +120,31 @@ def test_sse_and_unusable_mcp_servers_are_invalid_params(tmp_path: Path) -> None
             mcp_servers_from_acp([server], tmp_path)
         assert caught.value.code == -32602
         assert "secret-host" not in str(caught.value.data)
+
+
+async def test_idle_sessions_past_the_bound_leave_memory_and_reopen_from_the_store(
+    tmp_path: Path,
+) -> None:
+    from harness._acp_server import MAX_OPEN_SESSIONS, HarnessACPAgent
+    from harness._endpoint import ResolvedEndpoint
+    from harness._session_store import SessionStore
+
+    store = SessionStore(tmp_path / "state", "acp")
+    agent = HarnessACPAgent(
+        endpoint=ResolvedEndpoint(base_url="http://127.0.0.1:9/v1", model="m", api_key=None),
+        mode="execute",
+        ask_permission=False,
+        max_steps=5,
+        store=store,
+    )
+    with anyio.fail_after(30):
+        ids = [
+            (await agent.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            for _ in range(MAX_OPEN_SESSIONS + 3)
+        ]
+        assert len(agent._sessions) == MAX_OPEN_SESSIONS  # pyright: ignore[reportPrivateUsage]
+        assert ids[0] not in agent._sessions  # pyright: ignore[reportPrivateUsage]
+        await agent.set_session_mode(session_id=ids[0], mode_id="ask")
+        stored = await store.load(ids[0])
+    assert stored is not None
+    assert stored.mode == "ask"

@@ -117,6 +117,8 @@ _log = logging.getLogger("harness.acp_agent")
 
 SHUTDOWN_GRACE_SECONDS = 15.0
 """How long EOF/SIGTERM waits for cancelled turns to clean up their commands and children."""
+MAX_OPEN_SESSIONS = 64
+"""Sessions kept in memory; older idle ones are reopened from the store when used again."""
 LIST_PAGE_SIZE = 50
 """Sessions per `session/list` page."""
 AUTH_METHOD_ID = "deepseek-api-key"
@@ -323,7 +325,20 @@ class HarnessACPAgent:
         session = _Session(conversation=conversation)
         session_holder.append(session)
         self._sessions[session.id] = session
+        self._evict_idle()
         return session
+
+    def _evict_idle(self) -> None:
+        """Keeps at most `MAX_OPEN_SESSIONS` in memory: the oldest idle ones go (all are stored).
+
+        A client that comes back to an evicted session reopens it from the store
+        (its MCP servers must then be sent again with `session/load` or `session/resume`).
+        """
+        for session_id in list(self._sessions):
+            if len(self._sessions) <= MAX_OPEN_SESSIONS:
+                return
+            if self._sessions[session_id].cancel is None:
+                del self._sessions[session_id]
 
     async def new_session(
         self,
@@ -470,10 +485,17 @@ class HarnessACPAgent:
             ),
         ]
 
-    def _known(self, session_id: str) -> _Session:
+    async def _known(self, session_id: str) -> _Session:
+        """An open session, or one reopened from the store (after eviction or a restart)."""
         session = self._sessions.get(session_id)
         if session is None:
-            raise RequestError.invalid_params({"sessionId": "unknown session"})
+            stored = await self._store.load(session_id)
+            if stored is None:
+                raise RequestError.invalid_params({"sessionId": "unknown session"})
+            session = self._open(stored)
+        else:
+            # Most recently used last, so eviction takes the least recently used first.
+            self._sessions[session_id] = self._sessions.pop(session_id)
         return session
 
     async def _notify(self, session: _Session, update: Any) -> None:
@@ -495,7 +517,7 @@ class HarnessACPAgent:
     async def set_session_mode(
         self, session_id: str, mode_id: str, **kwargs: Any
     ) -> SetSessionModeResponse:
-        session = self._known(session_id)
+        session = await self._known(session_id)
         await self._set_mode(session, mode_id)
         await self._notify(
             session,
@@ -509,7 +531,7 @@ class HarnessACPAgent:
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
     ) -> SetSessionConfigOptionResponse:
-        session = self._known(session_id)
+        session = await self._known(session_id)
         if config_id == MODE_OPTION_ID and isinstance(value, str):
             await self._set_mode(session, value)
         elif config_id == MODEL_OPTION_ID and isinstance(value, str):
@@ -530,7 +552,7 @@ class HarnessACPAgent:
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         self._require_auth()
-        session = self._known(session_id)
+        session = await self._known(session_id)
         if session.cancel is not None:
             raise RequestError.invalid_request({"sessionId": "a prompt is already running"})
         if self._closing:
