@@ -85,7 +85,7 @@ def _child_stop_reason(status: str) -> str:
 class _Session:
     id: str
     conversation: Conversation | None = None
-    """Loaded (or created) when the session's first turn starts."""
+    """Loaded (or created) when a busy period starts; dropped when the session goes idle."""
     seq: int = 0
     queue: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     """Waiting prompts: (messageId, text)."""
@@ -209,6 +209,8 @@ class SDKRuntime:
         """Runs one session's prompts one at a time, in arrival order."""
         while not self._shutting_down:
             if not session.queue:
+                # An idle session keeps no history in memory: the store has it.
+                session.conversation = None
                 if session.running:
                     session.running = False
                     await self._status(session.id, "idle")
