@@ -82,7 +82,7 @@ async def dispose(ctx: Context) -> list[Section]:
                 "cooperative": dispose_subject(ctx, build(False)),
             },
             warmup=1,
-            repeat=ctx.reps(5, 2),
+            repeat=ctx.reps(4, 2),
         )
         section.add(f"{kind} dispose, deaf child", samples["deaf"], "s", Target("<=", 1.5, "s"))
         section.add(f"{kind} dispose, cooperative child", samples["cooperative"], "s")

@@ -75,7 +75,7 @@ def stream_subject(
 
 
 async def events(ctx: Context) -> list[Section]:
-    chunks = ctx.reps(20_000, 2_000)
+    chunks = ctx.reps(10_000, 2_000)
     section = Section(
         "Streaming with events consumed vs not consumed",
         notes=[

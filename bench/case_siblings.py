@@ -160,7 +160,7 @@ async def quiet_sibling(ctx: Context) -> list[Section]:
         ],
     )
     for kind in ("ACP", "SDK"):
-        starts = await paired(_both(ctx, kind, start_subject), warmup=1, repeat=ctx.reps(5, 2))
+        starts = await paired(_both(ctx, kind, start_subject), warmup=1, repeat=ctx.reps(4, 2))
         section.add(f"{kind} quiet start, alone", starts["alone"].scaled(1000), "ms")
         section.add(f"{kind} quiet start, beside flooders", starts["beside"].scaled(1000), "ms")
         section.add(
@@ -169,7 +169,7 @@ async def quiet_sibling(ctx: Context) -> list[Section]:
             "×",
             Target("<=", 2.0),
         )
-        cancels = await paired(_both(ctx, kind, cancel_subject), warmup=1, repeat=ctx.reps(5, 2))
+        cancels = await paired(_both(ctx, kind, cancel_subject), warmup=1, repeat=ctx.reps(4, 2))
         section.add(f"{kind} cancel->settled, alone", cancels["alone"].scaled(1000), "ms")
         section.add(
             f"{kind} cancel->settled, beside flooders",

@@ -61,13 +61,16 @@ CASES: dict[str, Case] = {
 }
 
 
-async def _run_cases(ctx: Context, names: list[str]) -> list[Section]:
+async def _run_cases(ctx: Context, names: list[str], limit: float) -> list[Section]:
+    """Each case bounded by `limit` seconds: a case that hangs fails, the suite goes on."""
     sections: list[Section] = []
     for name in names:
         started = time.perf_counter()
         print(f"-- {name} ...", flush=True)
+        found = [Section(name, error=f"did not finish within {limit:g} s")]
         try:
-            found = await CASES[name](ctx)
+            with anyio.move_on_after(limit):
+                found = await CASES[name](ctx)
         except Exception as error:
             traceback.print_exc()
             found = [Section(name, error=f"{type(error).__name__}: {error}")]
@@ -197,7 +200,7 @@ async def _main(args: argparse.Namespace) -> int:
     clock = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="subagent-bench-") as work:
         ctx = Context(work=Path(work).resolve(), quick=args.quick)  # noqa: ASYNC240
-        sections = await _run_cases(ctx, names)
+        sections = await _run_cases(ctx, names, args.case_timeout)
     seconds = time.perf_counter() - clock
     load_end = load_average()
     print(f"\nsuite took {seconds:.0f} s; load average at end: {load_end}")
@@ -231,6 +234,12 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="few repetitions (smoke run)")
     parser.add_argument("--only", help="comma-separated case names: " + ", ".join(CASES))
     parser.add_argument("--list", action="store_true", help="print the case names and exit")
+    parser.add_argument(
+        "--case-timeout",
+        type=float,
+        default=300.0,
+        help="seconds one case may take before it is recorded as failed (default 300)",
+    )
     parser.add_argument("--output", type=Path, help="Markdown file to write")
     args = parser.parse_args()
     return anyio.run(_main, args, backend="asyncio")
