@@ -133,8 +133,8 @@ def _markdown(
         lines.append("Every target was met in this run.")
     for label in missed:
         lines.append(
-            f"- **{label}: missed.** What profiling found for it so far is in "
-            "[`bench/README.md`](README.md#findings)."
+            f"- **{label}: missed.** Profiled causes, where known, are in "
+            "[`bench/README.md`, Findings](README.md#findings)."
         )
     for title in failed:
         lines.append(f"- **{title}: the case failed to run** (see the section below).")
