@@ -60,7 +60,7 @@ def _panel(panel: Panel, xs: Sequence[float], left: float) -> list[str]:
 
     out = [
         f'<text x="{left + WIDTH / 2:.1f}" y="16" text-anchor="middle" '
-        f'font-weight="bold">{escape(panel.title)}</text>',
+        f'font-weight="bold">{escape(panel.title)} ({escape(panel.unit)})</text>',
         f'<line x1="{left + LEFT}" y1="{TOP + plot_h}" x2="{left + LEFT + plot_w}" '
         f'y2="{TOP + plot_h}" stroke="black"/>',
         f'<line x1="{left + LEFT}" y1="{TOP}" x2="{left + LEFT}" y2="{TOP + plot_h}" '
@@ -82,7 +82,7 @@ def _panel(panel: Panel, xs: Sequence[float], left: float) -> list[str]:
         )
     out.append(
         f'<text x="{left + LEFT + plot_w / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">'
-        f"N concurrent runs ({escape(panel.unit)})</text>"
+        "N concurrent runs</text>"
     )
     for index, series in enumerate(panel.series):
         colour = COLOURS[index % len(COLOURS)]
