@@ -76,6 +76,18 @@ def remote_tree(server: TestSSHD) -> list[int]:
     return alive
 
 
+def agent_processes(tree: list[int]) -> list[int]:
+    """The remote guard and what it runs: the tree less sshd's own session processes."""
+    agents: list[int] = []
+    for pid in tree:
+        try:
+            if psutil.Process(pid).name() != "sshd":
+                agents.append(pid)
+        except psutil.NoSuchProcess:
+            continue
+    return agents
+
+
 def is_alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
@@ -178,6 +190,10 @@ async def test_cancel_ends_a_deaf_trapping_remote_acp_tree_with_its_setsid_grand
             assert len(tree) >= 4
             cancel.cancel()
             result = await run.result()
+            agents = agent_processes(tree)
+            assert await run.dispose() is None
+            # None means the remote tree is gone too: ssh exits only after the remote guard.
+            assert [pid for pid in agents if is_alive(pid)] == []
         assert result.stop_reason == "aborted"
         assert result.diagnostic is None
         await wait_gone(tree, TEARDOWN_SECONDS)
@@ -207,6 +223,9 @@ async def test_cancel_ends_a_deaf_trapping_remote_sdk_tree(
             assert len(tree) >= 3
             cancel.cancel()
             result = await run.result()
+            agents = agent_processes(tree)
+            assert await run.dispose() is None
+            assert [pid for pid in agents if is_alive(pid)] == []
         assert result.stop_reason == "aborted"
         await wait_gone(tree, TEARDOWN_SECONDS)
 

@@ -172,11 +172,11 @@ class ACPConfig:
         return [self.command, *self.args]
 
     def child_command(self, cwd: Path) -> ChildCommand:
-        """The command this host spawns for `cwd` (already checked): the child, or with
-        `remote` the `ssh` client that runs it there."""
+        """The child's command for `cwd` (already checked); with `remote`, `open_managed_process`
+        spawns the `ssh` client that runs it there."""
         return ChildCommand(
             command=self.command, args=tuple(self.args), env=self.env, cwd=cwd, remote=self.remote
-        ).local_command()
+        )
 
 
 def _check_provider_name(name: object) -> str:

@@ -88,9 +88,7 @@ class WarmChild:
         driven = False
         try:
             async with open_managed_process(
-                command.argv,
-                cwd=command.cwd,
-                env=command.environment(),
+                command,
                 stdin="pipe",
                 stdout="pipe",
                 stderr="inherit",

@@ -258,9 +258,7 @@ class ACPRun(SubagentRun):
         command = config.child_command(self._cwd)
         try:
             async with open_managed_process(
-                command.argv,
-                cwd=command.cwd,
-                env=command.environment(),
+                command,
                 stdin="pipe",
                 stdout="pipe",
                 stderr="inherit",

@@ -79,6 +79,14 @@ class ChildCommand:
         argv = self.remote.ssh_argv(self.argv, env=self.env, cwd=self.cwd)
         return ChildCommand(command=argv[0], args=argv[1:])
 
+    def local_eof_grace(self, seconds: float) -> float:
+        """The EOF grace to use locally: `seconds`, raised for a remote command so that the
+        remote guard's ladder ends before `ssh` is signalled (`SSHRemote.local_eof_grace_seconds`).
+        """
+        if self.remote is None:
+            return seconds
+        return max(seconds, self.remote.local_eof_grace_seconds)
+
 
 def _has_nul(text: str) -> bool:
     return "\x00" in text

@@ -121,8 +121,17 @@ class _Guarded(Protocol):
 class ManagedProcess:
     """A running child and its tree; owned by the `open_managed_process` block."""
 
-    def __init__(self, process: anyio.abc.Process, tree: ProcessTree | None) -> None:
+    def __init__(
+        self,
+        process: anyio.abc.Process,
+        tree: ProcessTree | None,
+        *,
+        eof_floor_seconds: float = 0.0,
+    ) -> None:
         self._process = process
+        # Every ladder of a remote child waits at least this long after EOF, so its remote
+        # guard finishes first (`ChildCommand.local_eof_grace`).
+        self._eof_floor_seconds = eof_floor_seconds
         self._guarded = _guarded_of(process)
         self._tree = tree
         self._terminated = False
@@ -224,7 +233,9 @@ class ManagedProcess:
             async with self._terminate_lock:
                 if not self._terminated:
                     self._terminated = await self._ladder(
-                        eof_grace_seconds, term_grace_seconds, kill_grace_seconds
+                        max(eof_grace_seconds, self._eof_floor_seconds),
+                        term_grace_seconds,
+                        kill_grace_seconds,
                     )
         return self._terminated
 
@@ -317,7 +328,9 @@ async def open_managed_process(
     Raises:
         SpawnError: missing program, not executable, or bad cwd; raised before anything runs.
     """
+    eof_floor = 0.0
     if isinstance(argv, ChildCommand):
+        eof_floor = argv.local_eof_grace(0.0)
         argv = argv.local_command()  # a remote command: the local ssh client, guarded here
         cwd = argv.cwd if cwd is None else cwd
         env = argv.environment() if env is None else env
@@ -332,7 +345,7 @@ async def open_managed_process(
         process, job = await _spawn_direct(argv, cwd_path, env, stdin, stdout, stderr_arg)
         tree = ProcessTree(process.pid, leader_pgid(process.pid), job)
     # No await between the spawn and the try: a cancel in that gap would leak the process.
-    managed = ManagedProcess(process, tree)
+    managed = ManagedProcess(process, tree, eof_floor_seconds=eof_floor)
     try:
         for listener in spawn_listeners:
             listener(process.pid)

@@ -39,6 +39,7 @@ DEFAULT_CONNECT_TIMEOUT_SECONDS = 10
 """Bound on the TCP connect and SSH handshake; an unreachable host fails the start (exit 255)."""
 DEFAULT_REMOTE_GRACE_SECONDS = 0.5
 """The remote guard's EOF and TERM graces: the same as the local defaults."""
+_ROUND_TRIP_SECONDS = 1.0
 
 
 def _fail(key: str, requirement: str) -> ValueError:
@@ -78,6 +79,16 @@ class SSHRemote:
     """Remote guard: after its stdin ends, before SIGTERM to the remote tree."""
     term_grace_seconds: float = DEFAULT_REMOTE_GRACE_SECONDS
     """Remote guard: after SIGTERM, before SIGKILL to the remote tree."""
+
+    @property
+    def local_eof_grace_seconds(self) -> float:
+        """The shortest local EOF grace that lets the remote guard finish its ladder first.
+
+        `ssh` exits only once the remote guard has confirmed its tree gone, so a local ladder
+        that waits this long after EOF before signalling `ssh` makes "the local tree is gone"
+        mean "the remote tree is gone" too. The extra second covers the connection's round trip.
+        """
+        return self.eof_grace_seconds + self.term_grace_seconds + _ROUND_TRIP_SECONDS
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__

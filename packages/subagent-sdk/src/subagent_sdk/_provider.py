@@ -107,7 +107,8 @@ class SDKProvider:
     def _client(self, cwd: Path) -> SDKClient:
         config = self._config
         # With `remote`, the local ssh client (no cwd of its own) runs the runtime in `cwd`.
-        command = replace(config.child_command, cwd=cwd).local_command()
+        remote_aware = replace(config.child_command, cwd=cwd)
+        command = remote_aware.local_command()
         return SDKClient(
             command.command,
             command.args,
@@ -116,7 +117,7 @@ class SDKProvider:
             max_frame_bytes=config.max_frame_bytes,
             write_timeout_seconds=config.write_timeout_seconds,
             shutdown_timeout_seconds=config.shutdown_timeout_seconds,
-            eof_grace_seconds=config.dispose_eof_grace_seconds,
+            eof_grace_seconds=remote_aware.local_eof_grace(config.dispose_eof_grace_seconds),
             term_grace_seconds=config.dispose_grace_seconds,
             kill_grace_seconds=config.dispose_kill_grace_seconds,
         )
