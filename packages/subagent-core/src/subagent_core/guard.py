@@ -244,7 +244,11 @@ def _send(sock: socket.socket, text: str) -> None:
 
 
 def _run_one(
-    ctl: socket.socket, request: dict[str, object], stdio: tuple[int, int, int], wakeup: _Wakeup
+    ctl: socket.socket,
+    request: dict[str, object],
+    stdio: tuple[int, int, int],
+    wakeup: _Wakeup,
+    selector: selectors.BaseSelector,
 ) -> bool:
     """Runs one command to the end of its tree; True when this guard may serve another.
 
@@ -272,46 +276,40 @@ def _run_one(
         return True
     _send(ctl, f"pid {leader}")
     ctl.setblocking(False)
-    selector = selectors.DefaultSelector()
-    selector.register(ctl, selectors.EVENT_READ)
-    selector.register(wakeup.read_fd, selectors.EVENT_READ)
     leader_alive = True
     owner_gone = False
-    try:
-        while True:
-            wakeup.drain()
-            exited, remaining = reap()
-            for pid, code in exited:
-                if pid == leader:
-                    leader_alive = False
-                    _send(ctl, f"exit {code}")
-            if not remaining and not leader_alive:
-                _send(ctl, "gone")
-                return not owner_gone
-            if owner_gone:
+    while True:
+        wakeup.drain()
+        exited, remaining = reap()
+        for pid, code in exited:
+            if pid == leader:
+                leader_alive = False
+                _send(ctl, f"exit {code}")
+        if not remaining and not leader_alive:
+            _send(ctl, "gone")
+            return not owner_gone
+        if owner_gone:
+            signal_tree(signal.SIGKILL)
+        timeout = _KILL_RETRY_SECONDS if owner_gone else None
+        for key, _ in selector.select(timeout):
+            if key.fileobj is not ctl or owner_gone:
+                continue
+            try:
+                command = ctl.recv(256).decode()
+            except BlockingIOError:
+                continue
+            except OSError:
+                command = ""
+            if command == "":
+                owner_gone = True
+                selector.unregister(ctl)
+            elif command == "term":
+                signal_tree(signal.SIGTERM)
+            elif command == "kill":
                 signal_tree(signal.SIGKILL)
-            timeout = _KILL_RETRY_SECONDS if owner_gone else None
-            for key, _ in selector.select(timeout):
-                if key.fileobj is not ctl or owner_gone:
-                    continue
-                try:
-                    command = ctl.recv(256).decode()
-                except BlockingIOError:
-                    continue
-                except OSError:
-                    command = ""
-                if command == "":
-                    owner_gone = True
-                    selector.unregister(ctl)
-                elif command == "term":
-                    signal_tree(signal.SIGTERM)
-                elif command == "kill":
-                    signal_tree(signal.SIGKILL)
-                elif command.startswith("signal ") and leader_alive:
-                    with contextlib.suppress(OSError, ValueError):
-                        os.kill(leader, int(command.split()[1]))
-    finally:
-        selector.close()
+            elif command.startswith("signal ") and leader_alive:
+                with contextlib.suppress(OSError, ValueError):
+                    os.kill(leader, int(command.split()[1]))
 
 
 def _close_all(fds: tuple[int, ...]) -> None:
@@ -351,7 +349,10 @@ def _serve(ctl: socket.socket, request: dict[str, object], stdio: tuple[int, int
     """A guard's life: one run after another over the same control socket, until EOF."""
     become_subreaper()
     wakeup = _Wakeup()
-    while _run_one(ctl, request, stdio, wakeup):
+    selector = selectors.DefaultSelector()
+    selector.register(ctl, selectors.EVENT_READ)
+    selector.register(wakeup.read_fd, selectors.EVENT_READ)
+    while _run_one(ctl, request, stdio, wakeup, selector):
         following = _next_request(ctl)
         if following is None:
             return
