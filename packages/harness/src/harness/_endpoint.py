@@ -43,12 +43,17 @@ def resolve_endpoint(
     base_url: str | None = None,
     model: str | None = None,
     environ: Mapping[str, str] | None = None,
+    require_key: bool = True,
 ) -> ResolvedEndpoint:
     """Flags win, then `DEEPSEEK_BASE_URL` / `DEEPSEEK_MODEL`, then the file.
 
+    `require_key=False` returns the endpoint even without a key (`api_key` is then None):
+    `harness acp-agent` starts that way and asks its client to authenticate.
+
     Raises:
-        MissingKeyError: the endpoint is the real DeepSeek API and no key is set. Other
-            endpoints (a local server, the scripted model) may run without a key.
+        MissingKeyError: the endpoint is the real DeepSeek API, no key is set and
+            `require_key` is true. Other endpoints (a local server, the scripted model) may
+            run without a key.
         UsageError: the base URL is not an http(s) URL with a host.
     """
     env = os.environ if environ is None else environ
@@ -58,7 +63,7 @@ def resolve_endpoint(
         raise UsageError(f"the base URL must be an http:// or https:// URL with a host: {url!r}")
     name = model or env.get(MODEL_ENV) or settings.model
     key = env.get(API_KEY_ENV) or None
-    if key is None and url.rstrip("/") == DEFAULT_BASE_URL:
+    if require_key and key is None and url.rstrip("/") == DEFAULT_BASE_URL:
         raise MissingKeyError
     return ResolvedEndpoint(
         base_url=url,

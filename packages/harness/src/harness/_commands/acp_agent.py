@@ -53,23 +53,15 @@ def acp_agent(
     max_turn_requests; a failed turn answers JSON-RPC error -32603 "Internal error". Logs go
     to stderr (or --log-file), never stdout.
     """
-    import dataclasses
     from pathlib import Path
 
     from harness._acp_server import serve_acp
-    from harness._config import DEFAULT_BASE_URL, load_config
-    from harness._endpoint import MissingKeyError, resolve_endpoint
+    from harness._config import load_config
+    from harness._endpoint import resolve_endpoint
 
     settings = load_config(config, workspace=Path.cwd())
-    try:
-        endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
-    except MissingKeyError:
-        # The agent starts anyway and asks the client to authenticate (auth_required):
-        # resolve everything else against a stand-in URL, then point back at DeepSeek.
-        endpoint = dataclasses.replace(
-            resolve_endpoint(settings.model, base_url=DEFAULT_BASE_URL + "/v1", model=model),
-            base_url=DEFAULT_BASE_URL,
-        )
+    # Without a key the agent starts anyway and asks the client to authenticate.
+    endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model, require_key=False)
     state = prepare_server(state_dir=state_dir, verbose=verbose, log_file=log_file)
     raise typer.Exit(
         serve_acp(
