@@ -26,7 +26,9 @@ FAILURES = {
 
 
 def _config(path: Path, base_url: str) -> Path:
+    """Both children keep their sessions in a state dir beside the file, never the user's."""
     prefix = json.dumps([sys.executable])[1:-1]
+    state = json.dumps(str(path.parent / "state"))
     graces = (
         "dispose_eof_grace_seconds = 0.5\ndispose_grace_seconds = 0.5\n"
         "dispose_kill_grace_seconds = 1.0\n"
@@ -39,12 +41,14 @@ base_url = "{base_url}"
 [providers.acp]
 kind = "acp"
 command = {prefix}
-args = ["-m", "harness", "acp-agent", "--base-url", "{base_url}", "--mode", "ask"]
+args = ["-m", "harness", "acp-agent", "--base-url", "{base_url}", "--mode", "ask",
+        "--state-dir", {state}]
 {graces}
 [providers.dsh-sdk]
 kind = "sdk"
 command = {prefix}
-args = ["-m", "harness", "sdk-runtime", "--base-url", "{base_url}", "--mode", "ask"]
+args = ["-m", "harness", "sdk-runtime", "--base-url", "{base_url}", "--mode", "ask",
+        "--state-dir", {state}]
 {graces}""",
         encoding="utf-8",
     )

@@ -34,7 +34,9 @@ FAILED_TURN = "sdk: sdk-runtime turn fails, secret in model error"
 async def _run(scenario: Scenario, scripted_model: Any, workspace: Path) -> SubagentResult:
     with anyio.fail_after(90):
         async with scripted_model(scenario.rules) as server:
-            context = ScenarioContext(base_url=server.base_url, workspace=workspace)
+            context = ScenarioContext(
+                base_url=server.base_url, workspace=workspace, state_dir=workspace.parent / "state"
+            )
             outcome = await run_one(scenario, context)
     assert outcome.mismatch is None, outcome
     return outcome.result
@@ -54,6 +56,9 @@ def test_the_demo_shows_the_happy_paths_and_the_safety() -> None:
     }
 
 
+SELF_HOSTED = {"acp: harness acp-agent": "acp", "sdk: harness sdk-runtime": "sdk"}
+
+
 @pytest.mark.parametrize("name", list(DEMO))
 async def test_demo_scenario(name: str, scripted_model: Any, workspace: Path) -> None:
     scenario = DEMO[name]
@@ -61,6 +66,10 @@ async def test_demo_scenario(name: str, scripted_model: Any, workspace: Path) ->
     assert result.stop_reason == scenario.expect.stop_reason
     assert result.diagnostic == scenario.expect.diagnostic
     assert SECRET not in repr(result)
+    if name in SELF_HOSTED:
+        # The child kept its session in the scenario's state dir, not the user's.
+        sessions = workspace.parent / "state" / "sessions" / SELF_HOSTED[name]
+        assert len(list(sessions.glob("*.json"))) == 1
 
 
 async def test_a_crashing_child_s_stderr_reaches_nothing(
@@ -81,7 +90,9 @@ async def test_a_crashing_child_s_stderr_reaches_nothing(
 
 def test_the_demo_s_checks_catch_a_leak_and_a_live_command(workspace: Path) -> None:
     """The expectations can fail: a leaked secret or a command left running is a mismatch."""
-    context = ScenarioContext(base_url="http://127.0.0.1:9", workspace=workspace)
+    context = ScenarioContext(
+        base_url="http://127.0.0.1:9", workspace=workspace, state_dir=workspace.parent / "state"
+    )
     (workspace / CHILD_STDERR).write_text(f"token={SECRET}", encoding="utf-8")
     leaked = SubagentResult(stop_reason="error", output=f"oops {SECRET}", diagnostic=ACP_CRASH)
     assert check(DEMO[CRASH], context, leaked) == "the child's secret reached the result"

@@ -186,6 +186,7 @@ async def _one(case: Case, workspace: Path, index: int) -> SubagentResult:
         run = await case.provider(marker).start(request)
     except SubagentStartError as error:
         return SubagentResult(stop_reason="error", diagnostic=f"start: {error}")
+    result: SubagentResult | None = None
     async with run, anyio.create_task_group() as tg:
         if case.cancel:
 
@@ -196,7 +197,8 @@ async def _one(case: Case, workspace: Path, index: int) -> SubagentResult:
             tg.start_soon(cancel_once_hung)
         result = await run.result()
         tg.cancel_scope.cancel()
-        return result
+    assert result is not None
+    return result
 
 
 def _fd_count() -> int:
@@ -233,7 +235,9 @@ async def test_soak_200_mixed_runs(
     kinds: Counter[str] = Counter()
     with anyio.fail_after(600):
         async with scripted_model(rules) as server:
-            context = ScenarioContext(base_url=server.base_url, workspace=workspace)
+            context = ScenarioContext(
+                base_url=server.base_url, workspace=workspace, state_dir=workspace.parent / "state"
+            )
             plain = _cases(context)
             hosted = _self_cases(context)
             # Warm-up: the first run of each kind creates lazily-built state (imports, loop

@@ -69,7 +69,10 @@ def acp_agent_provider(
     env: dict[str, str] | None = None,
     base_url: str | None = None,
 ) -> SubagentProvider:
-    """`harness acp-agent` as the ACP child `acp`, backed by the scenario's model endpoint."""
+    """`harness acp-agent` as the ACP child `acp`, backed by the scenario's model endpoint.
+
+    Its sessions go to the scenario's state dir, never the user's.
+    """
     url = base_url or context.base_url
     return self_provider(
         context,
@@ -78,6 +81,8 @@ def acp_agent_provider(
         "acp-agent",
         "--base-url",
         url,
+        "--state-dir",
+        str(context.state_dir),
         *extra_args,
         permission=permission,
         env=env,
@@ -91,10 +96,22 @@ def sdk_runtime_provider(
     env: dict[str, str] | None = None,
     base_url: str | None = None,
 ) -> SubagentProvider:
-    """`harness sdk-runtime` as the SDK child `dsh-sdk`, backed by the scenario's model."""
+    """`harness sdk-runtime` as the SDK child `dsh-sdk`, backed by the scenario's model.
+
+    Its sessions go to the scenario's state dir, never the user's.
+    """
     url = base_url or context.base_url
     return self_provider(
-        context, "sdk", "dsh-sdk", "sdk-runtime", "--base-url", url, *extra_args, env=env
+        context,
+        "sdk",
+        "dsh-sdk",
+        "sdk-runtime",
+        "--base-url",
+        url,
+        "--state-dir",
+        str(context.state_dir),
+        *extra_args,
+        env=env,
     )
 
 
@@ -108,31 +125,33 @@ async def run_child(
     """One run through a registry; a start error becomes an `error` row with its diagnostic.
 
     `cancel_when`, if given, is awaited after start; when it returns the run is cancelled.
-    The run is disposed (its process tree confirmed gone) before this returns.
+    The run is disposed (its process tree confirmed gone) and the provider closed before this
+    returns.
     """
-    registry = SubagentRegistry()
-    registry.register(provider)
     cancel = CancelSignal()
     request = SubagentRequest(prompt=prompt, cwd=context.workspace, cancel=cancel)
-    try:
-        run = await registry.start(provider.name, request)
-    except SubagentStartError as error:
-        return SubagentResult(stop_reason="error", diagnostic=str(error))
-    async with run:
-        if cancel_when is None:
-            return await run.result()
-        result: SubagentResult | None = None
-        async with anyio.create_task_group() as tg:
+    # Closing the registry closes the provider too (a pool of warm children, if it has one).
+    async with SubagentRegistry() as registry:
+        registry.register(provider)
+        try:
+            run = await registry.start(provider.name, request)
+        except SubagentStartError as error:
+            return SubagentResult(stop_reason="error", diagnostic=str(error))
+        async with run:
+            if cancel_when is None:
+                return await run.result()
+            result: SubagentResult | None = None
+            async with anyio.create_task_group() as tg:
 
-            async def trigger() -> None:
-                await cancel_when()
-                cancel.cancel()
+                async def trigger() -> None:
+                    await cancel_when()
+                    cancel.cancel()
 
-            tg.start_soon(trigger)
-            result = await run.result()
-            tg.cancel_scope.cancel()
-        assert result is not None
-        return result
+                tg.start_soon(trigger)
+                result = await run.result()
+                tg.cancel_scope.cancel()
+            assert result is not None
+            return result
 
 
 async def wait_for_file(path: Path) -> None:

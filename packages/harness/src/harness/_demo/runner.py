@@ -34,6 +34,8 @@ async def run_scenarios(
     """Runs every scenario (at most `CONCURRENCY` at once); outcomes in the input order.
 
     One scripted model server serves all of them: each scenario's rules match its own token.
+    Workspaces and the children's session state live in one temporary directory, removed at
+    the end.
     """
     from model_agent.testing import open_scripted_model_server
 
@@ -47,7 +49,11 @@ async def run_scenarios(
             async def one(index: int, scenario: Scenario) -> None:
                 workspace = Path(tmp) / f"scenario-{index}"
                 workspace.mkdir()
-                context = ScenarioContext(base_url=server.base_url, workspace=workspace.resolve())
+                context = ScenarioContext(
+                    base_url=server.base_url,
+                    workspace=workspace.resolve(),
+                    state_dir=(Path(tmp) / f"state-{index}").resolve(),
+                )
                 async with limiter:
                     notify(scenario.name, "running")
                     outcomes[index] = await run_one(scenario, context)

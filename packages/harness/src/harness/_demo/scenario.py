@@ -22,10 +22,16 @@ SHORT_GRACES = (0.5, 0.5, 1.0)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScenarioContext:
-    """What a scenario body gets: the scripted model and a fresh workspace of its own."""
+    """What a scenario body gets: the scripted model, a fresh workspace and state dir of its own.
+
+    `state_dir` is where `harness acp-agent` / `sdk-runtime` children keep their sessions, so a
+    scenario never writes into the user's own state directory; whoever builds the context owns
+    it and removes it.
+    """
 
     base_url: str
     workspace: Path
+    state_dir: Path
     graces: tuple[float, float, float] = SHORT_GRACES
 
 
