@@ -104,8 +104,9 @@ class ProviderSettings:
     max_tokens: int | None = None
     mode: Literal["ask", "execute"] = "ask"
     """model only: the child's work mode."""
-    dispose_eof_grace_seconds: float = 6.0
-    dispose_grace_seconds: float = 3.0
+    dispose_eof_grace_seconds: float = 0.5
+    """acp/sdk: after stdin EOF, before SIGTERM (the providers' default; real agents ignore EOF)."""
+    dispose_grace_seconds: float = 0.5
     dispose_kill_grace_seconds: float = 3.0
     remote: SSHRemote | None = None
     """acp/sdk: run the child on another host through `ssh` (the `remote = {…}` table)."""
@@ -358,8 +359,8 @@ def _provider(
         sdk_provider=_string(table, "provider", prefix, "deepseek-official"),
         sdk_model=_string(table, "model", prefix, DEFAULT_MODEL),
         max_tokens=_positive_int(table, "max_tokens", prefix),
-        dispose_eof_grace_seconds=_seconds(table, "dispose_eof_grace_seconds", prefix, 6.0),
-        dispose_grace_seconds=_seconds(table, "dispose_grace_seconds", prefix, 3.0),
+        dispose_eof_grace_seconds=_seconds(table, "dispose_eof_grace_seconds", prefix, 0.5),
+        dispose_grace_seconds=_seconds(table, "dispose_grace_seconds", prefix, 0.5),
         dispose_kill_grace_seconds=_seconds(table, "dispose_kill_grace_seconds", prefix, 3.0),
         remote=_remote(table, base, prefix),
         source=source,
