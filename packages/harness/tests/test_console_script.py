@@ -341,7 +341,7 @@ async def test_run_asks_before_an_execute_action_on_a_terminal(
     async with open_scripted_model_server(_approval_rules(marker)) as server:
         args = ["run", "--mode", "execute", "-w", str(tmp_path), "--base-url", server.base_url]
         code, screen = await _run_on_pty([*args, "please run it"], answer)
-    assert code == 0
+    assert code == 0, screen
     assert f"Allow process_execute: echo ran > {marker} ? [y/N]" in screen
     assert marker.exists() is ran
 

@@ -141,7 +141,8 @@ async def _delegate(
 ) -> int:
     cancel = CancelSignal()
     request = SubagentRequest(prompt=prompt, cwd=workspace, cancel=cancel, label="delegate")
-    async with cancel_on_signals(cancel) as received:
+    # Closing the registry closes its providers, so no warm child outlives the command.
+    async with registry, cancel_on_signals(cancel) as received:
         try:
             run = await registry.start(provider, request)
         except SubagentStartError as error:

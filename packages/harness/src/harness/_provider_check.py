@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 from rich.markup import escape
 from rich.table import Table
-from subagent_core import SubagentRequest, SubagentStartError
+from subagent_core import ClosableProvider, SubagentProvider, SubagentRequest, SubagentStartError
 
 from ._config import HarnessConfig, ProviderSettings
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
@@ -93,6 +93,15 @@ async def _check(item: ProviderSettings, endpoint: ResolvedEndpoint | None, work
         provider = build_provider(item, endpoint=endpoint, workspace=workspace)
     except (ValueError, UsageError) as error:
         return f"bad configuration: {error}"
+    try:
+        return await _start_once(provider, workspace)
+    finally:
+        # A provider's warm children (if it keeps any) must not outlive the check.
+        if isinstance(provider, ClosableProvider):
+            await provider.aclose()
+
+
+async def _start_once(provider: SubagentProvider, workspace: Path) -> str:
     request = SubagentRequest(prompt="", cwd=workspace, label="providers check")
     try:
         with anyio.fail_after(CHECK_TIMEOUT_SECONDS):
