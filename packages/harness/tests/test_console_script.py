@@ -32,8 +32,10 @@ COMMANDS = [
     "e2e",
     "providers",
 ]
-GRACES = "dispose_eof_grace_seconds = 0.5\ndispose_grace_seconds = 0.5\n"
-GRACES += "dispose_kill_grace_seconds = 1.0\n"
+GRACES = (
+    "dispose_eof_grace_seconds = 0.5\ndispose_grace_seconds = 0.5\n"
+    "dispose_kill_grace_seconds = 1.0\n"
+)
 
 
 def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -89,6 +91,26 @@ async def test_a_bad_choice_is_one_plain_line_and_exit_2() -> None:
     assert err.splitlines()[0] == (
         "harness: Invalid value for '--mode': 'yolo' is not one of 'ask', 'execute'."
     )
+
+
+# -- acp-agent: requests written before EOF ----------------------------------------------
+
+
+async def test_acp_agent_answers_every_request_read_before_stdin_ends(tmp_path: Path) -> None:
+    """A client that writes its requests and closes stdin still gets every response."""
+    requests: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}},
+    ]
+    lines = "".join(json.dumps(request) + "\n" for request in requests).encode()
+    code, out, _ = await _harness(
+        ["acp-agent", "--state-dir", str(tmp_path / "state")], stdin=lines
+    )
+    responses = [json.loads(line) for line in out.splitlines()]
+    assert code == 0
+    assert [response["id"] for response in responses] == [0, 1]
+    assert responses[0]["result"]["agentInfo"]["name"] == "harness-acp-agent"
+    assert responses[1]["result"] == {"sessions": []}
 
 
 # -- run: safe reasons and exit codes ----------------------------------------------------
@@ -314,6 +336,7 @@ async def _run_on_pty(args: list[str], answer: bytes) -> tuple[int, str]:
                 os.write(leader, answer)
                 answered = True
 
+    code = -1
     try:
         with anyio.fail_after(60):
             async with await anyio.open_process(

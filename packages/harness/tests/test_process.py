@@ -59,6 +59,7 @@ async def _interrupt_run(
                     async for chunk in process.stderr:
                         err.extend(chunk)
 
+                pid = -1
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(drain_err)
                     pid = await wait_for_pid(workspace / "started")

@@ -824,13 +824,20 @@ async def _watch_signals(agent: HarnessACPAgent, scope: anyio.CancelScope) -> No
 
 
 class _StdioTransport:
-    """The SDK's message-level `Transport` over our stdin/stdout (bounded input lines)."""
+    """The SDK's message-level `Transport` over our stdin/stdout (bounded input lines).
+
+    It counts the client's requests that have no response yet, so that at stdin EOF (a client
+    that wrote its requests and closed its end) every request read is still answered before
+    the connection closes.
+    """
 
     def __init__(
         self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream
     ) -> None:
         self._lines = stdin_lines(receive)
         self._send = send
+        self._unanswered = 0
+        self._answered = anyio.Event()
 
     async def send(self, message: dict[str, Any]) -> None:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
@@ -838,6 +845,10 @@ class _StdioTransport:
             await self._send.send(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             _log.debug("dropping an outgoing message: stdout is gone")
+        finally:
+            if "id" in message and "method" not in message and self._unanswered > 0:
+                self._unanswered -= 1
+                self._answered.set()
 
     async def receive(self) -> dict[str, Any] | None:
         async for line in self._lines:
@@ -847,8 +858,16 @@ class _StdioTransport:
                 _log.warning("ignoring an input line that is not JSON")
                 continue
             if isinstance(message, dict):
+                if "id" in message and "method" in message:
+                    self._unanswered += 1
                 return cast(dict[str, Any], message)
         return None
+
+    async def wait_answered(self) -> None:
+        """Returns once every request read so far has had its response sent."""
+        while self._unanswered > 0:
+            self._answered = anyio.Event()
+            await self._answered.wait()
 
     async def close(self) -> None:
         """stdin and stdout belong to `open_stdio_streams`, which restores them on exit."""
@@ -856,9 +875,10 @@ class _StdioTransport:
 
 async def _serve(agent: HarnessACPAgent) -> None:
     async with open_stdio_streams() as (receive, send):
+        transport = _StdioTransport(receive, send)
         conn = AgentSideConnection(
             cast(Any, agent),
-            _StdioTransport(receive, send),
+            transport,
             listening=False,
             use_unstable_protocol=True,
         )
@@ -873,6 +893,8 @@ async def _serve(agent: HarnessACPAgent) -> None:
         agent.cancel_all()
         with anyio.move_on_after(SHUTDOWN_GRACE_SECONDS, shield=True):
             await agent.wait_idle()
+            # Requests read before EOF are answered (cancelled turns answer `cancelled`).
+            await transport.wait_answered()
         with anyio.move_on_after(2.0, shield=True):
             await conn.close()
 
