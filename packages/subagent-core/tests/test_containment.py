@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -116,6 +117,41 @@ async def test_a_grandchild_holding_stdout_while_the_leader_exits_is_gone(
             assert await stdout.receive_exactly(0) == b""
             with pytest.raises(anyio.EndOfStream):
                 await stdout.receive()
+
+
+async def test_a_waiter_parked_on_the_leader_exit_wakes_when_another_reader_takes_the_fact() -> (
+    None
+):
+    """Reading `outcome` elsewhere applies the exit message; a parked `wait()` still returns.
+
+    The tree stays alive (a grandchild holds stdout), so no later message would wake the
+    waiter: it must be woken by whoever applied the message.
+    """
+    with anyio.fail_after(30):
+        argv = ["sh", "-c", "sleep 30 & echo $!; read line; exit 3"]
+        async with open_managed_process(argv) as proc:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            stdout = BufferedByteReceiveStream(proc.stdout)
+            await stdout.receive_until(b"\n", 64)
+            waited: list[ProcessOutcome] = []
+
+            async def park() -> None:
+                waited.append(await proc.wait())
+
+            guarded = proc.raw
+            assert isinstance(guarded, _containment.GuardedProcess)
+            control = guarded._link.sock  # pyright: ignore[reportPrivateUsage]
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(park)
+                await anyio.wait_all_tasks_blocked()
+                await proc.stdin.send(b"exit now\n")
+                # Block the loop until the exit message is there, then take it in the same step:
+                # the loop never sees the socket readable, as when another task reads first.
+                assert select.select([control], [], [], 10.0)[0] == [control]
+                assert proc.outcome == ProcessOutcome(exit_code=3, signal=None)
+            assert waited == [ProcessOutcome(exit_code=3, signal=None)]
+            assert await proc.terminate() is True
 
 
 async def test_default_graces_end_an_eof_deaf_term_trapping_tree_fast(child: ChildArgv) -> None:

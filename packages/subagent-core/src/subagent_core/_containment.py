@@ -272,17 +272,27 @@ class _Link:
         self.gone = False
         self.closed = False
         self._reading = anyio.Lock()
+        self._sleepers: set[anyio.CancelScope] = set()
 
     def poll(self) -> None:
-        """Applies every message already received (never blocks)."""
+        """Applies every message already received (never blocks).
+
+        A message read here may be the one a task sleeping in `until` waits for: every sleeper
+        is woken to re-check its condition, so a fact is never consumed out from under a waiter.
+        """
+        applied = False
         while not self.closed:
             try:
                 data = self.sock.recv(256)
             except BlockingIOError:
-                return
+                break
             except OSError:
                 data = b""
             self._apply(data)
+            applied = True
+        if applied:
+            for sleeper in self._sleepers:
+                sleeper.cancel()
 
     def _apply(self, data: bytes) -> None:
         if not data:
@@ -310,7 +320,12 @@ class _Link:
                 self.poll()
                 if done() or self.closed:
                     return
-                await anyio.wait_readable(self.sock)
+                with anyio.CancelScope() as sleeper:
+                    self._sleepers.add(sleeper)
+                    try:
+                        await anyio.wait_readable(self.sock)
+                    finally:
+                        self._sleepers.discard(sleeper)
                 self.poll()
 
     def send(self, command: str) -> None:
