@@ -51,10 +51,13 @@ def live_descendants() -> list[int]:
     return alive
 
 
-async def wait_for_file(path: Path, timeout: float = 30.0) -> None:
-    """Polls for a readiness marker a child writes (a bench may poll; tests never do)."""
+async def wait_for_file(path: Path) -> None:
+    """Polls for a readiness marker a child writes (a bench may poll; tests never do).
+
+    Bounded at 30 s: a marker that never comes fails the case instead of hanging the suite.
+    """
     import anyio
 
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(30.0):
         while not path.exists():  # noqa: ASYNC110, ASYNC240 (a bench may poll)
             await anyio.sleep(0.002)

@@ -152,8 +152,16 @@ class MCPConnection:
         for scope in tuple(self._calls):
             scope.cancel()
 
-    async def _own(self) -> None:
-        """The session's whole life: connect, report (`failure` and `_ready`), serve, stop.
+    async def wait_ready(self) -> None:
+        """Returns once the session is connected with its tools listed, or has failed."""
+        await self._ready.wait()
+
+    def stop(self) -> None:
+        """Asks `serve` to close the session and stop the server."""
+        self._stop.set()
+
+    async def serve(self) -> None:
+        """The session's whole life: connect, report (`failure`, `wait_ready`), serve, stop.
 
         Runs as an `OwnedTask`, outside the run's own task: a transport's failing task group
         (the SDK's HTTP transport lets a request's network error escape into it) cancels only
@@ -211,16 +219,16 @@ async def open_mcp_connections(servers: Sequence[MCPServer]) -> AsyncGenerator[l
     """
     connections = [MCPConnection(server) for server in servers]
     owners = [
-        OwnedTask.start(connection._own, name=f"model_agent.mcp.{connection.server.name}")
+        OwnedTask.start(connection.serve, name=f"model_agent.mcp.{connection.server.name}")
         for connection in connections
     ]
     try:
         for connection in connections:
-            await connection._ready.wait()
+            await connection.wait_ready()
         yield connections
     finally:
         for connection in connections:
-            connection._stop.set()
+            connection.stop()
         with anyio.CancelScope(shield=True):
             for owner in owners:
                 with anyio.move_on_after(STOP_SECONDS):

@@ -21,9 +21,9 @@ from collections.abc import Callable, Generator
 import anyio
 import psutil
 
-from . import _process
 from ._import_graph import find_cycle as find_cycle
 from ._import_graph import import_graph as import_graph
+from ._process import spawn_listeners
 from ._process_tree import ProcessTree
 from ._test_sshd import TestSSHD as TestSSHD
 from ._test_sshd import open_test_sshd as open_test_sshd
@@ -109,11 +109,11 @@ def live_descendants() -> list[psutil.Process]:
 def track_spawns() -> Generator[list[int]]:
     """Records the leader pid of every managed process spawned inside the block."""
     spawned: list[int] = []
-    _process.spawn_listeners.append(spawned.append)
+    spawn_listeners.append(spawned.append)
     try:
         yield spawned
     finally:
-        _process.spawn_listeners.remove(spawned.append)
+        spawn_listeners.remove(spawned.append)
 
 
 def leaked_processes(groups: list[int]) -> list[str]:
