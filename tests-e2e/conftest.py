@@ -11,7 +11,7 @@ import anyio
 import psutil
 import pytest
 from model_agent.testing import ScriptedModelServer, open_scripted_model_server
-from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
 
 ModelFactory = Callable[
     [Sequence[dict[str, Any]]], AbstractAsyncContextManager[ScriptedModelServer]

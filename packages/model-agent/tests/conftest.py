@@ -12,7 +12,7 @@ import psutil
 import pytest
 from model_agent import AgentConfig, ModelEndpoint, PhaseTimeouts
 from model_agent import _model_client as model_client_module
-from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ import pytest
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_acp.testing import fake_child_argv
 from subagent_core import SubagentRegistry, SubagentRequest, SubagentResult
-from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
 
 # Short graces keep teardown tests quick; they never decide an outcome by timing.
 GRACES: dict[str, Any] = {

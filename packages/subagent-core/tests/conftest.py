@@ -5,7 +5,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
 
 CHILDREN = Path(__file__).parent / "children"
 

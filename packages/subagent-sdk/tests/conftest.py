@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import psutil
 import pytest
-from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
 from subagent_sdk import SDKClient, SDKConfig, SDKProvider
 from subagent_sdk.testing import FakeScript, fake_runtime_argv
 

@@ -1,6 +1,6 @@
 """pytest fixtures for process tests; a conftest imports the ones it wants.
 
-    from subagent_core.pytest_fixtures import process_leak_guard as process_leak_guard
+    from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
 
 Only this module imports pytest, so the package runs without it.
 """
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .testing import become_subreaper, kill_leaks, leaked_processes, track_spawns
+from . import become_subreaper, kill_leaks, leaked_processes, track_spawns
 
 _subreaper_ready = False
 

@@ -21,13 +21,14 @@ from collections.abc import Callable, Generator
 import anyio
 import psutil
 
+from subagent_core._process import spawn_listeners
+from subagent_core._process_tree import ProcessTree
+
 from ._import_graph import find_cycle as find_cycle
 from ._import_graph import import_graph as import_graph
-from ._process import spawn_listeners
-from ._process_tree import ProcessTree
-from ._test_sshd import TestSSHD as TestSSHD
-from ._test_sshd import open_test_sshd as open_test_sshd
-from ._test_sshd import sshd_available as sshd_available
+from ._sshd import TestSSHD as TestSSHD
+from ._sshd import open_test_sshd as open_test_sshd
+from ._sshd import sshd_available as sshd_available
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -78,7 +79,7 @@ def containment_processes() -> set[int]:
     """
     if sys.platform == "win32":
         return set()
-    from ._containment import guard_server_pid
+    from subagent_core._containment import guard_server_pid
 
     server = guard_server_pid()
     if server is None:
@@ -145,7 +146,7 @@ def _let_orphaned_guards_exit() -> None:
     """
     if sys.platform == "win32":
         return
-    from ._containment import GUARD_SCRIPT
+    from subagent_core._containment import GUARD_SCRIPT
 
     ours = containment_processes()
     script = str(GUARD_SCRIPT)
@@ -188,7 +189,7 @@ def kill_leaks(groups: list[int]) -> None:
 def _guards() -> set[int]:
     if sys.platform == "win32":
         return set()
-    from ._containment import guard_server_pid
+    from subagent_core._containment import guard_server_pid
 
     server = guard_server_pid()
     if server is None:

@@ -25,7 +25,7 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from ._remote import SSHRemote
+from subagent_core._remote import SSHRemote
 
 SSHD = "/usr/sbin/sshd"
 _READY = b"Server listening on 127.0.0.1"
