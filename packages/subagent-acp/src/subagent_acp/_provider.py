@@ -12,13 +12,13 @@ import importlib
 import logging
 import sys
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 from subagent_core import (
     NO_CAPABILITIES,
+    AsyncClosing,
     Capabilities,
     SubagentRequest,
     SubagentRun,
@@ -44,7 +44,7 @@ async def _load_run_module() -> None:
         await anyio.to_thread.run_sync(importlib.import_module, _RUN_MODULE)
 
 
-class ACPProvider:
+class ACPProvider(AsyncClosing):
     """Runs each child as a fresh ACP agent process and drives it as an ACP client.
 
     Capabilities are all false (a remote child's depth, tool filter, persona or output schema
@@ -138,17 +138,6 @@ class ACPProvider:
         self._closed = True
         if self._pool is not None:
             await self._pool.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _warm_pool(self) -> WarmPool | None:
         """The pool, created on first use (it imports the `acp` SDK)."""

@@ -9,6 +9,7 @@ from ._bounded_text import DEFAULT_MAX_OUTPUT_BYTES as DEFAULT_MAX_OUTPUT_BYTES
 from ._bounded_text import OUTPUT_TRUNCATION_MARKER as OUTPUT_TRUNCATION_MARKER
 from ._bounded_text import BoundedText as BoundedText
 from ._cancel import CancelSignal as CancelSignal
+from ._closing import AsyncClosing as AsyncClosing
 from ._command import ChildCommand as ChildCommand
 from ._diagnostics import DIAGNOSTIC_MAX_BYTES as DIAGNOSTIC_MAX_BYTES
 from ._diagnostics import bound_diagnostic as bound_diagnostic
@@ -81,6 +82,7 @@ __all__ = [
     "DIAGNOSTIC_MAX_BYTES",
     "NO_CAPABILITIES",
     "OUTPUT_TRUNCATION_MARKER",
+    "AsyncClosing",
     "BoundedText",
     "CancelSignal",
     "Capabilities",

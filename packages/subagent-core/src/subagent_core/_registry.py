@@ -5,11 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
-from types import TracebackType
-from typing import Self
 
 import anyio
 
+from ._closing import AsyncClosing
 from ._diagnostics import bound_diagnostic
 from ._errors import SubagentError, SubagentStartError
 from ._events import SubagentEvent
@@ -30,7 +29,7 @@ _GATED_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 
-class SubagentRegistry:
+class SubagentRegistry(AsyncClosing):
     """Holds providers by name and starts runs through them.
 
     Every run it publishes is wrapped so that `result().diagnostic`, the text `dispose()`
@@ -90,17 +89,6 @@ class SubagentRegistry:
         while self._providers:
             name = next(reversed(self._providers))
             await self.unregister_and_close(name)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def names(self) -> list[str]:
         """Provider names in registration order."""

@@ -17,12 +17,11 @@ import logging
 import uuid
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import anyio
 from subagent_core import (
     NO_CAPABILITIES,
+    AsyncClosing,
     Capabilities,
     EventBuffer,
     OwnedTask,
@@ -72,7 +71,7 @@ def _shutdown_line(provider: str, client: SDKClient) -> str:
     )
 
 
-class SDKProvider:
+class SDKProvider(AsyncClosing):
     """Runs children as SDK runtime processes; registered under `config.provider_name`."""
 
     def __init__(self, config: SDKConfig) -> None:
@@ -164,17 +163,6 @@ class SDKProvider:
         """
         if self._pool is not None:
             await self._pool.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _take_warm(self, cwd: Path, request: SubagentRequest) -> SDKClient | None:
         """A warm runtime for `cwd`, if one is ready.
