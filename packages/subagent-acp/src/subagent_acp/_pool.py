@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 from acp.schema import InitializeResponse
-from subagent_core import ManagedProcess, OwnedTask, SpawnError, open_managed_process
+from subagent_core import ManagedProcess, OwnedTask, SpawnError
 
 from ._bridge import Session
 from ._config import ACPConfig
-from ._run import capabilities_for, open_session
+from ._run import capabilities_for, open_child, open_session
 
 if TYPE_CHECKING:
     from ._run import ACPRun
@@ -84,18 +84,9 @@ class WarmChild:
 
     async def _own(self) -> None:
         config = self._pool.config
-        command = config.child_command(self.cwd)
         driven = False
         try:
-            async with open_managed_process(
-                command,
-                stdin="pipe",
-                stdout="pipe",
-                stderr="inherit",
-                eof_grace_seconds=config.dispose_eof_grace_seconds,
-                term_grace_seconds=config.dispose_grace_seconds,
-                kill_grace_seconds=config.dispose_kill_grace_seconds,
-            ) as proc:
+            async with open_child(config, self.cwd) as proc:
                 session = open_session(proc, config)
                 try:
                     initialized = await self._initialize(proc, session)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -255,17 +256,8 @@ class ACPRun(SubagentRun):
     async def _own(self) -> None:
         """The cold path: spawn the child, then drive it."""
         config = self._config
-        command = config.child_command(self._cwd)
         try:
-            async with open_managed_process(
-                command,
-                stdin="pipe",
-                stdout="pipe",
-                stderr="inherit",
-                eof_grace_seconds=config.dispose_eof_grace_seconds,
-                term_grace_seconds=config.dispose_grace_seconds,
-                kill_grace_seconds=config.dispose_kill_grace_seconds,
-            ) as proc:
+            async with open_child(config, self._cwd) as proc:
                 await self.drive_owned(proc, open_session(proc, config), None)
         except SpawnError as error:
             _log.info("ACP run %s: could not spawn the child (%s)", self.id, error.reason)
@@ -529,6 +521,23 @@ async def _apply_option(session: Session, session_id: str, step: Step) -> None:
         await session.set_mode(session_id, value)
     else:
         await session.set_config_option(session_id, config_id, value)
+
+
+def open_child(config: ACPConfig, cwd: Path) -> AbstractAsyncContextManager[ManagedProcess]:
+    """Spawns the agent for `cwd` with piped stdio and `config`'s disposal graces.
+
+    The one spawn both the cold path and the warm pool use, so a pre-spawned child is the
+    same child a cold run would have started.
+    """
+    return open_managed_process(
+        config.child_command(cwd),
+        stdin="pipe",
+        stdout="pipe",
+        stderr="inherit",
+        eof_grace_seconds=config.dispose_eof_grace_seconds,
+        term_grace_seconds=config.dispose_grace_seconds,
+        kill_grace_seconds=config.dispose_kill_grace_seconds,
+    )
 
 
 def open_session(proc: ManagedProcess, config: ACPConfig) -> Session:
