@@ -121,18 +121,22 @@ class SDKProvider(AsyncClosing):
             kill_grace_seconds=config.dispose_kill_grace_seconds,
         )
 
+    async def _start_client(self, client: SDKClient, cwd: Path) -> None:
+        """Starts `client` and takes it past `initialize` for `cwd` (warm and cold alike)."""
+        config = self._config
+        await client.start()
+        await client.initialize(
+            cwd=str(cwd),
+            provider=config.provider,
+            model=config.model,
+            max_tokens=config.max_tokens,
+        )
+
     async def _spawn_ready(self, cwd: Path) -> SDKClient:
         """A runtime for `cwd`, started and past `initialize`; nothing is left when it raises."""
-        config = self._config
         client = self._client(cwd)
         try:
-            await client.start()
-            await client.initialize(
-                cwd=str(cwd),
-                provider=config.provider,
-                model=config.model,
-                max_tokens=config.max_tokens,
-            )
+            await self._start_client(client, cwd)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await client.close()
@@ -210,13 +214,7 @@ class SDKProvider(AsyncClosing):
         try:
             with request.cancel.cancel_scope():
                 try:
-                    await client.start()
-                    await client.initialize(
-                        cwd=str(cwd),
-                        provider=config.provider,
-                        model=config.model,
-                        max_tokens=config.max_tokens,
-                    )
+                    await self._start_client(client, cwd)
                 except Exception as error:
                     failure = error
                     # A cancel requested before the failure was classified wins.
