@@ -32,7 +32,7 @@ def test_defaults() -> None:
         config.max_frame_bytes,
         config.max_output_bytes,
         config.write_timeout_seconds,
-    ) == (1.0, 0.5, 0.5, 3.0, 16 * 1024 * 1024, 8 * 1024 * 1024, 10.0)
+    ) == (0.5, 0.5, 0.5, 3.0, 16 * 1024 * 1024, 8 * 1024 * 1024, 10.0)
     assert config.prewarm == 0
 
 

@@ -151,7 +151,7 @@ class SDKClient:
         env: Mapping[str, str] | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         write_timeout_seconds: float = DEFAULT_WRITE_TIMEOUT_SECONDS,
-        shutdown_timeout_seconds: float = 1.0,
+        shutdown_timeout_seconds: float = 0.5,
         eof_grace_seconds: float = 0.5,
         term_grace_seconds: float = 0.5,
         kill_grace_seconds: float = 3.0,

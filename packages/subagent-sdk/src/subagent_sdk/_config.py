@@ -74,8 +74,9 @@ class SDKConfig:
     """`initialize.maxTokens`, a positive int; left out of the handshake when `None`."""
     env: Mapping[str, str | None] = field(default_factory=_no_env)
     """Explicit child env laid over the scrubbed parent env; `None` removes a name (read-only)."""
-    shutdown_timeout_seconds: float = 1.0
-    """Bound on the `shutdown` request before the ladder."""
+    shutdown_timeout_seconds: float = 0.5
+    """Bound on the `shutdown` request before the ladder; the EOF grace runs alongside it. A
+    cooperative runtime answers within milliseconds, so it is as short as the EOF grace."""
     dispose_eof_grace_seconds: float = 0.5
     """After stdin EOF, before SIGTERM. Short: `shutdown` already asked the runtime to flush
     and exit, a cooperative one exits on EOF in milliseconds, and many ignore EOF entirely."""
