@@ -25,13 +25,16 @@ def _providers(ctx: Context, chunks: int) -> dict[str, SubagentProvider]:
     text = PIECE * chunks
     acp_script = ctx.write_json("events-acp.json", {"text": text, "chunks": chunks})
     sdk_script = FakeScript(text=text, deltas=chunks, final_message=False)
+    # A file, not `--json`: one argv word is limited to 128 KiB on Linux.
+    sdk_path = ctx.work / "events-sdk.json"
+    sdk_path.write_text(sdk_script.to_json(), "utf-8")
     return {
         "ACP": ACPProvider(
             ACPConfig(command=PYTHON, args=["-m", "subagent_acp.testing", "--script", acp_script])
         ),
         "SDK": SDKProvider(
             SDKConfig(
-                command=PYTHON, args=["-m", "subagent_sdk.testing", "--json", sdk_script.to_json()]
+                command=PYTHON, args=["-m", "subagent_sdk.testing", "--script", str(sdk_path)]
             )
         ),
     }
