@@ -73,19 +73,8 @@ def acp_agent_provider(
 
     Its sessions go to the scenario's state dir, never the user's.
     """
-    url = base_url or context.base_url
-    return self_provider(
-        context,
-        "acp",
-        "acp",
-        "acp-agent",
-        "--base-url",
-        url,
-        "--state-dir",
-        str(context.state_dir),
-        *extra_args,
-        permission=permission,
-        env=env,
+    return _model_child(
+        context, "acp", "acp", "acp-agent", base_url, extra_args, env, permission=permission
     )
 
 
@@ -100,17 +89,32 @@ def sdk_runtime_provider(
 
     Its sessions go to the scenario's state dir, never the user's.
     """
-    url = base_url or context.base_url
+    return _model_child(context, "sdk", "dsh-sdk", "sdk-runtime", base_url, extra_args, env)
+
+
+def _model_child(
+    context: ScenarioContext,
+    kind: Literal["acp", "sdk"],
+    name: str,
+    subcommand: str,
+    base_url: str | None,
+    extra_args: tuple[str, ...],
+    env: dict[str, str] | None,
+    *,
+    permission: Literal["allow", "reject"] = "reject",
+) -> SubagentProvider:
+    """A harness agent subcommand on the scenario's model endpoint and state dir."""
     return self_provider(
         context,
-        "sdk",
-        "dsh-sdk",
-        "sdk-runtime",
+        kind,
+        name,
+        subcommand,
         "--base-url",
-        url,
+        base_url or context.base_url,
         "--state-dir",
         str(context.state_dir),
         *extra_args,
+        permission=permission,
         env=env,
     )
 
