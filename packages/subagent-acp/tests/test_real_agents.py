@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -26,6 +25,7 @@ AGENTS = {
     "claude-agent-acp": ("@zed-industries/claude-agent-acp@0.23.1", "claude-agent-acp", ()),
     "gemini": ("@google/gemini-cli@0.61.0", "gemini", ("--acp",)),
 }
+AUTH_STAGE = {"claude-agent-acp": "prompt", "gemini": "new-session"}
 
 _INSTALL_SECONDS = 300
 
@@ -81,7 +81,9 @@ async def test_a_keyless_real_agent_fails_with_an_actionable_safe_reason(
         command=str(executable),
         args=args,
         cwd=tmp_path,
-        env={"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")},
+        # IS_SANDBOX (set on some CI machines) makes claude-agent-acp fail `session/new` with
+        # an internal error before it can ask for authentication: a host setting, not the child's.
+        env={"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "IS_SANDBOX": None},
         dispose_eof_grace_seconds=1.0,
         dispose_grace_seconds=1.0,
         dispose_kill_grace_seconds=2.0,
@@ -102,15 +104,9 @@ async def test_a_keyless_real_agent_fails_with_an_actionable_safe_reason(
     assert diagnostic is not None
     assert text == diagnostic
     assert in_grammar(diagnostic), diagnostic
-    category = re.search(r"category: ([a-z-]+)", diagnostic)
-    assert category is not None
-    codes = _error_codes(caplog.records)
-    if -32000 in codes:
-        assert category[1] == "authentication", diagnostic
-    else:
-        assert category[1] in ("transport", "process-exit"), diagnostic
-    if agent == "gemini":
-        # Known keyless behaviour of the pinned version: session/new answers auth_required.
-        assert diagnostic == (
-            "Subagent failure (provider: acp; stage: new-session; category: authentication)"
-        )
+    # Both pinned versions answer keyless with auth_required (-32000), at the stage named here;
+    # the diagnostic names it without copying any of the child's text.
+    assert -32000 in _error_codes(caplog.records)
+    assert diagnostic == (
+        f"Subagent failure (provider: acp; stage: {AUTH_STAGE[agent]}; category: authentication)"
+    )
