@@ -87,12 +87,8 @@ class MCPStdioServerSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MCPHTTPServerSpec:
-    """An MCP server reached over streamable HTTP.
-
-    Raises:
-        ValueError: a field is invalid.
-    """
+class _RemoteServerSpec:
+    """The fields and checks both HTTP transports share; each transport is its own type."""
 
     name: str
     url: str
@@ -106,22 +102,21 @@ class MCPHTTPServerSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MCPSSEServerSpec:
-    """An MCP server reached over HTTP with server-sent events (the older transport).
+class MCPHTTPServerSpec(_RemoteServerSpec):
+    """An MCP server reached over streamable HTTP.
 
     Raises:
         ValueError: a field is invalid.
     """
 
-    name: str
-    url: str
-    headers: Mapping[str, str] = field(default_factory=_no_mapping, repr=False)
-    """Sent with every request (credentials included); not shown by `repr`."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "name", _check_name(cast(object, self.name)))
-        object.__setattr__(self, "url", _check_url(cast(object, self.url)))
-        object.__setattr__(self, "headers", _check_headers(cast(object, self.headers)))
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MCPSSEServerSpec(_RemoteServerSpec):
+    """An MCP server reached over HTTP with server-sent events (the older transport).
+
+    Raises:
+        ValueError: a field is invalid.
+    """
 
 
 MCPServerSpec = MCPStdioServerSpec | MCPHTTPServerSpec | MCPSSEServerSpec

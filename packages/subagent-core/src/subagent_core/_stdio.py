@@ -136,10 +136,11 @@ class _FdReceiveStream(anyio.abc.ByteReceiveStream):
         await anyio.lowlevel.checkpoint()
 
 
-class _FdSendStream(anyio.abc.ByteSendStream):
+class _SerialSendStream(anyio.abc.ByteSendStream):
+    """One `send` at a time; refuses after close, and for good once a write broke the stream."""
+
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._mode = _NonBlocking(fd)
         self._lock = anyio.Lock()
         self._closed = False
         self._broken = False
@@ -150,26 +151,39 @@ class _FdSendStream(anyio.abc.ByteSendStream):
                 raise anyio.ClosedResourceError
             if self._broken:
                 raise anyio.BrokenResourceError
-            view = memoryview(item)
-            waited = False
-            try:
-                while view:
-                    try:
-                        written = os.write(self._fd, view)
-                    except BlockingIOError:
-                        waited = True
-                        await anyio.wait_writable(self._fd)
-                        continue
-                    except OSError as error:
-                        self._broken = True
-                        raise anyio.BrokenResourceError from error
-                    view = view[written:]
-            except anyio.get_cancelled_exc_class():
-                if len(view) not in (0, len(item)):
-                    self._broken = True  # half a frame is on the wire
-                raise
-            if not waited:
-                await anyio.lowlevel.cancel_shielded_checkpoint()
+            await self._write(item)
+
+    async def _write(self, item: bytes) -> None:
+        """Writes all of `item`, setting `_broken` when the stream cannot be used again."""
+        raise NotImplementedError
+
+
+class _FdSendStream(_SerialSendStream):
+    def __init__(self, fd: int) -> None:
+        super().__init__(fd)
+        self._mode = _NonBlocking(fd)
+
+    async def _write(self, item: bytes) -> None:
+        view = memoryview(item)
+        waited = False
+        try:
+            while view:
+                try:
+                    written = os.write(self._fd, view)
+                except BlockingIOError:
+                    waited = True
+                    await anyio.wait_writable(self._fd)
+                    continue
+                except OSError as error:
+                    self._broken = True
+                    raise anyio.BrokenResourceError from error
+                view = view[written:]
+        except anyio.get_cancelled_exc_class():
+            if len(view) not in (0, len(item)):
+                self._broken = True  # half a frame is on the wire
+            raise
+        if not waited:
+            await anyio.lowlevel.cancel_shielded_checkpoint()
 
     async def aclose(self) -> None:
         if not self._closed:
@@ -224,26 +238,15 @@ class _ThreadReceiveStream(anyio.abc.ByteReceiveStream):
         await anyio.lowlevel.checkpoint()
 
 
-class _ThreadSendStream(anyio.abc.ByteSendStream):
+class _ThreadSendStream(_SerialSendStream):
     """stdout written by a worker thread per item: for files, terminals and Windows handles."""
 
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._lock = anyio.Lock()
-        self._closed = False
-        self._broken = False
-
-    async def send(self, item: bytes) -> None:
-        async with self._lock:
-            if self._closed:
-                raise anyio.ClosedResourceError
-            if self._broken:
-                raise anyio.BrokenResourceError
-            try:
-                await anyio.to_thread.run_sync(_write_all, self._fd, item)
-            except OSError as error:
-                self._broken = True
-                raise anyio.BrokenResourceError from error
+    async def _write(self, item: bytes) -> None:
+        try:
+            await anyio.to_thread.run_sync(_write_all, self._fd, item)
+        except OSError as error:
+            self._broken = True
+            raise anyio.BrokenResourceError from error
 
     async def aclose(self) -> None:
         self._closed = True
