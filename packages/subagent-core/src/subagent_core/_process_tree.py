@@ -230,20 +230,12 @@ else:
             return []
         except PermissionError:
             pass
+        from .guard import proc_stat_fields  # Linux only: the guard refuses to import on Windows
+
         # One read of /proc/<pid>/stat per process: field 5 is the process group.
-        members: list[int] = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/stat", "rb") as stat:
-                    data = stat.read()
-            except OSError:
-                continue
-            fields = data[data.rfind(b")") + 2 :].split()
-            if len(fields) > 2 and int(fields[2]) == pgid:
-                members.append(int(name))
-        return members
+        return [
+            pid for pid, fields in proc_stat_fields() if len(fields) > 2 and int(fields[2]) == pgid
+        ]
 
     def _signal_members(tree: ProcessTree, step: Step) -> None:
         sig = signal.SIGTERM if step == "term" else signal.SIGKILL

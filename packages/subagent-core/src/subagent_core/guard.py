@@ -41,6 +41,7 @@ import selectors
 import signal
 import socket
 import time
+from collections.abc import Iterator
 from typing import cast
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -84,9 +85,12 @@ def _children_of(pid: int) -> list[int]:
     return kids
 
 
-def _parent_map() -> dict[int, list[int]]:
-    """Fallback for kernels without `/proc/<pid>/task/<tid>/children`: one `/proc` scan."""
-    parents: dict[int, list[int]] = {}
+def proc_stat_fields() -> Iterator[tuple[int, list[bytes]]]:
+    """Each readable `/proc/<pid>/stat` as `(pid, fields after the command name)`.
+
+    Field 0 is then the state, 1 the parent pid, 2 the process group. One home for the
+    `/proc` scan this guard and the in-process tree code both make.
+    """
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -95,9 +99,15 @@ def _parent_map() -> dict[int, list[int]]:
                 data = stat.read()
         except OSError:
             continue
-        fields = data[data.rfind(b")") + 2 :].split()
+        yield int(name), data[data.rfind(b")") + 2 :].split()
+
+
+def _parent_map() -> dict[int, list[int]]:
+    """Fallback for kernels without `/proc/<pid>/task/<tid>/children`: one `/proc` scan."""
+    parents: dict[int, list[int]] = {}
+    for pid, fields in proc_stat_fields():
         if len(fields) > 1:
-            parents.setdefault(int(fields[1]), []).append(int(name))
+            parents.setdefault(int(fields[1]), []).append(pid)
     return parents
 
 
