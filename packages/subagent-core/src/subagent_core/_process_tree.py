@@ -100,7 +100,9 @@ def _descendants(roots: Iterable[int]) -> set[int]:
 def _children_reader() -> Callable[[int], list[int] | None]:
     """Linux: `/proc/<pid>/task/<tid>/children` per process (no full scan); else one ppid map."""
     if _PROC_CHILDREN:
-        return _proc_children
+        from .guard import task_children  # Linux only: the guard refuses to import on Windows
+
+        return task_children
     parents: dict[int, list[int]] = {}
     for proc in psutil.process_iter(["ppid"]):
         ppid = proc.info.get("ppid")
@@ -108,21 +110,6 @@ def _children_reader() -> Callable[[int], list[int] | None]:
             parents.setdefault(ppid, []).append(proc.pid)
     existing = set(psutil.pids())
     return lambda pid: parents.get(pid, []) if pid in existing else None
-
-
-def _proc_children(pid: int) -> list[int] | None:
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    kids: list[int] = []
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children", "rb") as file:
-                kids.extend(int(part) for part in file.read().split())
-        except OSError:
-            continue
-    return kids
 
 
 _PROC_CHILDREN = os.path.exists(f"/proc/self/task/{os.getpid()}/children")

@@ -70,11 +70,15 @@ def become_subreaper() -> bool:
         return False
 
 
-def _children_of(pid: int) -> list[int]:
+def task_children(pid: int) -> list[int] | None:
+    """`pid`'s children from `/proc/<pid>/task/<tid>/children`; None when `pid` is gone.
+
+    One home for the per-process read this guard and the in-process tree code both make.
+    """
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return []
+        return None
     kids: list[int] = []
     for tid in tids:
         try:
@@ -117,7 +121,10 @@ _HAS_CHILDREN_FILES = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 def descendants(root: int, *, skip: frozenset[int] = frozenset()) -> list[int]:
     """Every process below `root` through parent links, except the subtrees of `skip`."""
     if _HAS_CHILDREN_FILES:
-        children = _children_of
+
+        def children(pid: int) -> list[int]:
+            return task_children(pid) or []
+
     else:
         parents = _parent_map()
 
