@@ -10,9 +10,14 @@ from typing import Any, TypeVar
 import anyio
 import psutil
 import pytest
+from hypothesis import settings
 from model_agent import AgentConfig, ModelEndpoint, PhaseTimeouts
 from model_agent import _model_client as model_client_module
 from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
+
+# A loaded machine runs examples slowly: no per-example deadline (every test has its own bound).
+settings.register_profile("loaded", deadline=None)
+settings.load_profile("loaded")
 
 T = TypeVar("T")
 

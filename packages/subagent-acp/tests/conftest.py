@@ -8,10 +8,15 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import settings
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_acp.testing import fake_child_argv
 from subagent_core import SubagentRegistry, SubagentRequest, SubagentResult
 from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
+
+# A loaded machine runs examples slowly: no per-example deadline (every test has its own bound).
+settings.register_profile("loaded", deadline=None)
+settings.load_profile("loaded")
 
 # Short graces keep teardown tests quick; they never decide an outcome by timing.
 GRACES: dict[str, Any] = {

@@ -9,9 +9,14 @@ from pathlib import Path
 import anyio
 import psutil
 import pytest
+from hypothesis import settings
 from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
 from subagent_sdk import SDKClient, SDKConfig, SDKProvider
 from subagent_sdk.testing import FakeScript, fake_runtime_argv
+
+# A loaded machine runs examples slowly: no per-example deadline (every test has its own bound).
+settings.register_profile("loaded", deadline=None)
+settings.load_profile("loaded")
 
 CHILDREN = Path(__file__).parent / "children"
 
