@@ -99,7 +99,7 @@ def _descendants(roots: Iterable[int]) -> set[int]:
 
 def _children_reader() -> Callable[[int], list[int] | None]:
     """Linux: `/proc/<pid>/task/<tid>/children` per process (no full scan); else one ppid map."""
-    if _PROC_CHILDREN:
+    if _PROC_CHILDREN and sys.platform != "win32":
         from .guard import task_children  # Linux only: the guard refuses to import on Windows
 
         return task_children
