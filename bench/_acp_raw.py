@@ -50,8 +50,8 @@ class RawRun:
     prompt_seconds: float
 
 
-async def raw_run(argv: Sequence[str], cwd: str, prompt: str = "bench") -> RawRun:
-    """One whole run: spawn, handshake, prompt, close stdin, wait for exit."""
+async def _spawn(argv: Sequence[str], cwd: str) -> asyncio.subprocess.Process:
+    """The child on asyncio pipes, as the raw `acp` client takes them (no containment: the floor)."""
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.PIPE,
@@ -61,6 +61,12 @@ async def raw_run(argv: Sequence[str], cwd: str, prompt: str = "bench") -> RawRu
         env=dict(os.environ),
         limit=_STREAM_LIMIT,
     )
+    return proc
+
+
+async def raw_run(argv: Sequence[str], cwd: str, prompt: str = "bench") -> RawRun:
+    """One whole run: spawn, handshake, prompt, close stdin, wait for exit."""
+    proc = await _spawn(argv, cwd)
     assert proc.stdin is not None
     assert proc.stdout is not None
     collector = _Collector()
@@ -102,15 +108,7 @@ async def raw_first_update(argv: Sequence[str], cwd: str, prompt: str = "bench")
     The floor a pool of warm children can approach: spawn and `initialize` happen before the
     clock, so only the session, the prompt and the first update are timed.
     """
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        cwd=cwd,
-        env=dict(os.environ),
-        limit=_STREAM_LIMIT,
-    )
+    proc = await _spawn(argv, cwd)
     assert proc.stdin is not None
     assert proc.stdout is not None
     first = _FirstUpdate()
