@@ -271,7 +271,8 @@ class _Link:
         self.returncode: int | None = None
         self.gone = False
         self.closed = False
-        self._reading = anyio.Lock()
+        # No yield to the loop when nobody else is reading: a wait costs one wake-up, not two.
+        self._reading = anyio.Lock(fast_acquire=True)
         self._sleepers: set[anyio.CancelScope] = set()
 
     def poll(self) -> None:
@@ -300,17 +301,18 @@ class _Link:
             if self.pid is None and self.refused is None:
                 self.refused = "os-error"
             return
-        kind, _, value = data.decode("ascii", "replace").partition(" ")
-        if kind == "pid":
-            self.pid = int(value)
-        elif kind == "error":
-            reason, _, number = value.partition(" ")
-            self.refused = reason
-            self.refused_errno = int(number) if number.isdigit() else None
-        elif kind == "exit":
-            self.returncode = int(value)
-        elif kind == "gone":
-            self.gone = True
+        for line in data.decode("ascii", "replace").split("\n"):
+            kind, _, value = line.partition(" ")
+            if kind == "pid":
+                self.pid = int(value)
+            elif kind == "error":
+                reason, _, number = value.partition(" ")
+                self.refused = reason
+                self.refused_errno = int(number) if number.isdigit() else None
+            elif kind == "exit":
+                self.returncode = int(value)
+            elif kind == "gone":
+                self.gone = True
 
     async def until(self, done: Callable[[], bool]) -> None:
         """Reads messages until `done()` holds or the guard closed the socket (cancellable)."""
@@ -357,12 +359,25 @@ class _Link:
         self.sock.close()
 
 
-class _PipeReceiveStream(anyio.abc.ByteReceiveStream):
-    """Our read end of a child's pipe, served by the event loop's readiness callbacks."""
+class _PipeEnd:
+    """Our non-blocking end of one of a child's pipes; closing it never waits."""
 
     def __init__(self, fd: int) -> None:
         os.set_blocking(fd, False)
         self._fd = fd
+
+    def close(self) -> None:
+        """Closes the descriptor at once (a task waiting on it is woken with an error)."""
+        _close_fd(self._fd)
+        self._fd = -1
+
+    async def aclose(self) -> None:
+        self.close()
+        await anyio.lowlevel.checkpoint()
+
+
+class _PipeReceiveStream(_PipeEnd, anyio.abc.ByteReceiveStream):
+    """Our read end of a child's pipe, served by the event loop's readiness callbacks."""
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         await anyio.lowlevel.checkpoint_if_cancelled()
@@ -381,18 +396,9 @@ class _PipeReceiveStream(anyio.abc.ByteReceiveStream):
             await anyio.lowlevel.cancel_shielded_checkpoint()
             return data
 
-    async def aclose(self) -> None:
-        _close_fd(self._fd)
-        self._fd = -1
-        await anyio.lowlevel.checkpoint()
 
-
-class _PipeSendStream(anyio.abc.ByteSendStream):
+class _PipeSendStream(_PipeEnd, anyio.abc.ByteSendStream):
     """Our write end of a child's stdin pipe."""
-
-    def __init__(self, fd: int) -> None:
-        os.set_blocking(fd, False)
-        self._fd = fd
 
     async def send(self, item: bytes) -> None:
         await anyio.lowlevel.checkpoint_if_cancelled()
@@ -407,11 +413,6 @@ class _PipeSendStream(anyio.abc.ByteSendStream):
             except OSError as error:
                 raise anyio.BrokenResourceError from error
         await anyio.lowlevel.cancel_shielded_checkpoint()
-
-    async def aclose(self) -> None:
-        _close_fd(self._fd)
-        self._fd = -1
-        await anyio.lowlevel.checkpoint()
 
 
 def _close_fd(fd: int) -> None:
@@ -502,15 +503,37 @@ class GuardedProcess(anyio.abc.Process):
         """`term` or `kill`: the guard signals every live member of the tree."""
         self._link.send(step)
 
-    async def aclose(self) -> None:
+    def release(self) -> None:
         """Closes our pipe ends; hands a finished guard back for reuse, or hangs up on it.
 
-        Hanging up makes the guard SIGKILL whatever is left of the tree and exit.
+        Hanging up makes the guard SIGKILL whatever is left of the tree and exit. Never blocks.
         """
         for stream in (self._stdin, self._stdout, self._stderr):
             if stream is not None:
-                await stream.aclose()
+                stream.close()
         self._link.release()
+
+    async def aclose(self) -> None:
+        self.release()
+        await anyio.lowlevel.checkpoint()
+
+
+_last_environment: tuple[dict[str, str], bytes] = ({}, b"{}")
+
+
+def _environment_text(env: Mapping[str, str]) -> bytes:
+    """`env` as the request's JSON; encoded once while spawns keep passing the same one.
+
+    The guard also decodes an unchanged text only once. JSON never holds a raw NUL, so the
+    NUL before it in the request is a safe separator.
+    """
+    global _last_environment
+    last, text = _last_environment
+    if env != last:
+        copy = dict(env)
+        text = json.dumps(copy).encode()
+        _last_environment = (copy, text)
+    return text
 
 
 def _pipe(*, large: bool = False) -> tuple[int, int]:
@@ -567,13 +590,13 @@ async def spawn_guarded(
         else:
             assert isinstance(stderr, int)
             child_fds.append(os.dup(stderr))
-        request = {
+        header = {
             "argv": list(argv),
-            "env": dict(os.environ if env is None else env),
             # Always explicit: a reused guard keeps the directory of its previous run.
             "cwd": os.getcwd() if cwd is None else str(cwd),
         }
-        payload = json.dumps(request).encode()
+        environment = _environment_text(dict(os.environ) if env is None else env)
+        payload = json.dumps(header).encode() + b"\0" + environment
         if len(payload) <= _INLINE_REQUEST_BYTES:
             ours = _SERVER.send(b"R", payload, child_fds)
         else:

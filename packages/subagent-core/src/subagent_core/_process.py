@@ -117,6 +117,8 @@ class _Guarded(Protocol):
 
     def signal_tree(self, step: str) -> None: ...
 
+    def release(self) -> None: ...
+
 
 class ManagedProcess:
     """A running child and its tree; owned by the `open_managed_process` block."""
@@ -227,8 +229,14 @@ class ManagedProcess:
         """Runs the ladder; True when the tree is confirmed gone.
 
         Shielded and bounded by the graces: a cancelled caller cannot skip the cleanup. Once the
-        tree is confirmed gone, later calls return True at once.
+        tree is confirmed gone, later calls return True at once; so does a first call when the
+        guard already reported the tree gone and there is no stdin to close (nothing to do).
         """
+        if self._terminated or (
+            self._guarded is not None and self._process.stdin is None and self._guarded.tree_gone()
+        ):
+            self._terminated = True
+            return True
         with anyio.CancelScope(shield=True):
             async with self._terminate_lock:
                 if not self._terminated:
@@ -400,7 +408,12 @@ async def _release(process: anyio.abc.Process) -> None:
     flooded stdout nobody read) would otherwise keep its transport open forever. For a
     directly spawned process it waits for the leader, so it is only used once that is reaped.
     """
-    if _guarded_of(process) is not None or process.returncode is not None:
+    guarded = _guarded_of(process)
+    if guarded is not None:
+        # Our pipe ends close and the guard is recycled or hung up on: no wait, no yield.
+        guarded.release()
+        return
+    if process.returncode is not None:
         with anyio.move_on_after(_RELEASE_SECONDS):
             try:
                 await process.aclose()

@@ -18,7 +18,8 @@ Two modes:
   behind `open_managed_process`. It keeps one idle guard forked in advance; each spawn request
   is handed to it, so a spawn costs no interpreter start. Each request carries a control
   socket; that run's guard answers `pid N` or `error REASON`, later `exit RC` (the leader's
-  returncode) and `gone` (no process of the tree is left; then it exits). It obeys `term`,
+  returncode) and `gone` (no process of the tree is left; then it exits); facts learnt at
+  the same moment share one message, one per line. It obeys `term`,
   `kill` and `signal N` (the leader alone). When the control socket closes — the owner
   finished, or died by any signal, SIGKILL included — it SIGKILLs the whole tree and exits
   once every member is reaped. A guard's orphans (a hostile child killed its guard) re-parent
@@ -272,13 +273,12 @@ def _run_one(
     Spawn, report, obey, and when the owner goes away kill everything. A guard is reusable
     once it has reported "gone" to an owner that is still there: it has no children left.
     """
-    argv_value, env_value, cwd = request.get("argv"), request.get("env"), request.get("cwd")
-    if not isinstance(argv_value, list) or not argv_value or not isinstance(env_value, dict):
+    argv_value, env, cwd = request.get("argv"), request.get("env"), request.get("cwd")
+    if not isinstance(argv_value, list) or not argv_value or not isinstance(env, dict):
         _send(ctl, f"error os-error {errno.EINVAL}")
         _close_all(stdio)
         return True
     argv = [str(part) for part in cast("list[object]", argv_value)]
-    env = {str(k): str(v) for k, v in cast("dict[object, object]", env_value).items()}
     try:
         os.chdir(str(cwd))
     except (OSError, ValueError) as error:
@@ -286,7 +286,7 @@ def _run_one(
         number = error.errno if isinstance(error, OSError) and error.errno else errno.ENOENT
         _send(ctl, f"error bad-cwd {number}")
         return True
-    leader = spawn(argv, env, stdio)
+    leader = spawn(argv, cast("dict[str, str]", env), stdio)
     _close_all(stdio)
     if isinstance(leader, str):
         _send(ctl, f"error {leader}")
@@ -298,12 +298,16 @@ def _run_one(
     while True:
         wakeup.drain()
         exited, remaining = reap()
-        for pid, code in exited:
-            if pid == leader:
-                leader_alive = False
-                _send(ctl, f"exit {code}")
-        if not remaining and not leader_alive:
-            _send(ctl, "gone")
+        facts = [f"exit {code}" for pid, code in exited if pid == leader]
+        leader_alive = leader_alive and not facts
+        done = not remaining and not leader_alive
+        if done:
+            facts.append("gone")
+        if facts:
+            # Facts learnt together go in one message, one per line: each message wakes the
+            # owner, and a second one would find it busy with the first.
+            _send(ctl, "\n".join(facts))
+        if done:
             return not owner_gone
         if owner_gone:
             signal_tree(signal.SIGKILL)
@@ -379,17 +383,19 @@ def _serve(ctl: socket.socket, request: dict[str, object], stdio: tuple[int, int
 def _parse_request(
     data: bytes, fds: list[int], *, with_control: bool
 ) -> tuple[dict[str, object], socket.socket | None, tuple[int, int, int]] | None:
-    """JSON (inline `R…`, or `M` with a memfd last) and its fds ([control,] stdin, stdout,
-    stderr). A malformed request closes every fd it carried."""
+    """JSON argv and cwd, NUL, the JSON env (inline `R…`, or `M` with a memfd last) and its
+    fds ([control,] stdin, stdout, stderr). A malformed request closes every fd it carried."""
     wanted = 4 if with_control else 3
     try:
         if data[:1] == b"M" and len(fds) == wanted + 1:
             with os.fdopen(fds.pop(), "rb") as file:
                 data = b"R" + file.read()
         if data[:1] == b"R" and len(fds) == wanted:
-            request: object = json.loads(data[1:])
+            header, _, env_text = data[1:].partition(b"\0")
+            request: object = json.loads(header)
             if isinstance(request, dict):
                 fields = cast("dict[str, object]", request)
+                fields["env"] = _environment(env_text)
                 control = socket.socket(fileno=fds[0]) if with_control else None
                 stdio = fds[-3], fds[-2], fds[-1]
                 return fields, control, stdio
@@ -397,6 +403,27 @@ def _parse_request(
         pass
     _close_all(tuple(fds))
     return None
+
+
+_last_environment: tuple[bytes, dict[str, str] | None] = (b"", None)
+
+
+def _environment(text: bytes) -> dict[str, str] | None:
+    """The request's environment (None when malformed), decoded once per distinct text.
+
+    A reused guard's next request nearly always carries the same environment as its last.
+    """
+    global _last_environment
+    if text != _last_environment[0]:
+        found: dict[str, str] | None = None
+        try:
+            value: object = json.loads(text)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            found = {str(k): str(v) for k, v in cast("dict[object, object]", value).items()}
+        _last_environment = (text, found)
+    return _last_environment[1]
 
 
 def _fds_of(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
