@@ -14,15 +14,14 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
-from model_agent._output_buffer import HeadTailBuffer
 from model_agent._process_tool import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
     ProcessExecuteTool,
     _pump,
     _Streams,
-    _Verdict,
     parse_process_arguments,
+    strongest,
 )
 from model_agent._tool import RequestContext, ToolOutcome
 from subagent_core import CancelSignal
@@ -439,25 +438,21 @@ def test_precedence_cancel_over_timeout_over_output_over_exit() -> None:
         (["exit", "timeout", "cancel"], "cancel"),
         (["exit", "timeout"], "timeout"),
         (["exit", "output"], "output"),
+        (["output", "timeout"], "timeout"),
         (["exit"], "exit"),
     ]:
-        verdict = _Verdict()
-        for reason in offered:
-            verdict.offer(reason)  # type: ignore[arg-type]
-        assert verdict.commit() == expected
-    verdict = _Verdict()
-    verdict.offer("exit")
-    assert verdict.commit() == "exit"
-    verdict.offer("cancel")
-    assert verdict.commit() == "exit"
+        assert strongest(offered) == expected  # type: ignore[arg-type]
 
 
 async def test_a_broken_output_stream_is_an_output_failure() -> None:
-    """A pipe that errors (here: a real TCP stream reset by its peer) offers `output`."""
+    """A pipe that errors (here: a real TCP stream reset by its peer) is an output failure: it
+    ends the wait for the exit at once, and with the other stream already ended, the drain."""
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    streams = _Streams(HeadTailBuffer(), HeadTailBuffer(), finished=1, drained=anyio.Event())
-    verdict = _Verdict()
+    streams = _Streams()
+    streams.open = 1
+    streams.drained = anyio.Event()
+    streams.race = race = anyio.CancelScope()
     with anyio.fail_after(10):
         async with listener, await anyio.connect_tcp("127.0.0.1", port) as client:
             server = await listener.listeners[0].accept()  # type: ignore[attr-defined]
@@ -465,9 +460,10 @@ async def test_a_broken_output_stream_is_an_output_failure() -> None:
             raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             await server.send(b"partial")
             await server.aclose()
-            await _pump(client, streams, streams.stdout, verdict)
-    assert verdict.offered == {"output"}
-    assert verdict.commit() == "output"
+            await _pump(client, streams, streams.stdout)
+    assert streams.failed
+    assert race.cancel_called
+    assert streams.open == 0
     assert streams.drained.is_set()
 
 

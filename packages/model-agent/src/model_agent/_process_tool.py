@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
@@ -211,31 +211,42 @@ def process_environment() -> dict[str, str]:
     return child_env(explicit)
 
 
-class _Verdict:
-    """The terminal reason of a call: the strongest reason offered before it was committed."""
+def strongest(offered: Iterable[_Reason]) -> _Reason:
+    """The reason that wins among those that ended the wait together: cancel > timeout >
+    output > exit. It is committed once; later reasons only clean up."""
+    return min(offered, key=_RANK.__getitem__)
+
+
+class _Streams:
+    """Both output captures, and how the pumps tell the call about an output failure or EOF."""
+
+    __slots__ = ("drained", "failed", "open", "race", "stderr", "stdout")
 
     def __init__(self) -> None:
-        self.offered: set[_Reason] = set()
-        self.committed: _Reason | None = None
-        self.decided = anyio.Event()
+        self.stdout = HeadTailBuffer()
+        self.stderr = HeadTailBuffer()
+        self.open = 2
+        self.failed = False
+        self.race: anyio.CancelScope | None = None
+        """The wait for the exit, which an output failure ends at once."""
+        self.drained: anyio.Event | None = None
+        """Made only when someone has to wait for EOF: usually both streams ended first."""
 
-    def offer(self, reason: _Reason) -> None:
-        if self.committed is None:
-            self.offered.add(reason)
-            self.decided.set()
+    def fail(self) -> None:
+        self.failed = True
+        if self.race is not None:
+            self.race.cancel()
 
-    def commit(self) -> _Reason:
-        if self.committed is None:
-            self.committed = min(self.offered, key=_RANK.__getitem__)
-        return self.committed
+    def ended(self) -> None:
+        self.open -= 1
+        if self.open == 0 and self.drained is not None:
+            self.drained.set()
 
-
-@dataclass(slots=True)
-class _Streams:
-    stdout: HeadTailBuffer
-    stderr: HeadTailBuffer
-    finished: int = 0
-    drained: anyio.Event | None = None
+    async def wait_drained(self) -> None:
+        if self.open:
+            if self.drained is None:
+                self.drained = anyio.Event()
+            await self.drained.wait()
 
 
 class ProcessExecuteTool:
@@ -290,8 +301,8 @@ class ProcessExecuteTool:
             return self._fail(str(error))
         if context.cancel.cancelled or context.state != "active":
             return self._fail("process_execute refused: the request is no longer active")
-        relative = "." if cwd == context.workspace else cwd.relative_to(context.workspace)
-        return await self._run(shell, parsed, cwd, Path(relative).as_posix(), context.cancel)
+        shown = "." if cwd == context.workspace else cwd.relative_to(context.workspace).as_posix()
+        return await self._run(shell, parsed, cwd, shown, context.cancel)
 
     async def _run(
         self,
@@ -303,8 +314,7 @@ class ProcessExecuteTool:
     ) -> ToolOutcome:
         self._enter("starting")
         env = process_environment()
-        streams = _Streams(HeadTailBuffer(), HeadTailBuffer())
-        verdict = _Verdict()
+        streams = _Streams()
         started = anyio.current_time()
         try:
             async with open_managed_process(
@@ -321,7 +331,7 @@ class ProcessExecuteTool:
                 self._enter("running")
                 # Cancelled from outside (not by the signal), the managed process still tears
                 # the whole tree down on the way out, escapees included.
-                reason = await self._supervise(proc, parsed, cancel, streams, verdict)
+                reason = await self._supervise(proc, parsed, cancel, streams)
                 outcome = proc.outcome
         except SpawnError as error:
             return self._fail(f"process_execute could not start the shell ({error.reason})")
@@ -354,30 +364,35 @@ class ProcessExecuteTool:
         parsed: ProcessArguments,
         cancel: CancelSignal,
         streams: _Streams,
-        verdict: _Verdict,
     ) -> _Reason:
-        """Races exit, timeout, cancel and output failure; then tears down, bounded."""
-        streams.drained = anyio.Event()
+        """Races exit, timeout, cancel and output failure; then tears down, bounded.
+
+        Two pump tasks read the pipes and this task itself waits for the exit: no watcher task,
+        and no event unless something has to wait for another. The committed reason is the
+        strongest of those that ended the wait.
+        """
+        reason: _Reason | None = None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_pump, proc.stdout, streams, streams.stdout, verdict)
-            tg.start_soon(_pump, proc.stderr, streams, streams.stderr, verdict)
-            exit_watch = anyio.CancelScope()
-
-            async def watch_exit() -> None:
-                with exit_watch:
-                    await proc.wait()
-                    verdict.offer("exit")
-
-            tg.start_soon(watch_exit)
-            # Cancel and timeout end this wait; exit and output failures offer themselves.
-            offered = False
-            with anyio.move_on_after(parsed.timeout_ms / 1000), cancel.cancel_scope():
-                await verdict.decided.wait()
-                offered = True
+            tg.start_soon(_pump, proc.stdout, streams, streams.stdout)
+            tg.start_soon(_pump, proc.stderr, streams, streams.stderr)
+            exited = False
+            # One scope for the timeout and an output failure (the pumps cancel it).
+            deadline = anyio.current_time() + parsed.timeout_ms / 1000
+            with anyio.CancelScope(deadline=deadline) as race:
+                streams.race = race
+                if not streams.failed:
+                    with cancel.cancel_scope():
+                        await proc.wait()
+                        exited = True
+            streams.race = None
+            offered: list[_Reason] = []
+            if streams.failed:
+                offered.append("output")
+            if exited:
+                offered.append("exit")
             if not offered:
-                verdict.offer("cancel" if cancel.cancelled else "timeout")
-            reason = verdict.commit()
-            exit_watch.cancel()
+                offered.append("cancel" if cancel.cancelled else "timeout")
+            reason = strongest(offered)
             if reason == "exit":
                 # Committed now: the drain and teardown that follow only clean up.
                 self._enter(_status(reason, proc.outcome))
@@ -385,7 +400,8 @@ class ProcessExecuteTool:
                 self._enter("terminating")
             await self._finish(proc, reason, cancel, streams)
             tg.cancel_scope.cancel()
-        return verdict.commit()
+        assert reason is not None  # only our own cancel, after the race, ends the group quietly
+        return reason
 
     async def _finish(
         self,
@@ -399,16 +415,16 @@ class ProcessExecuteTool:
         A tree that cannot be confirmed gone is logged by the managed process; it never
         changes the committed result.
         """
-        assert streams.drained is not None
         gone = False
         with anyio.CancelScope(shield=True):
-            if reason == "exit":
+            if reason == "exit" and streams.open:
                 with anyio.move_on_after(self._drain_grace), cancel.cancel_scope():
-                    await streams.drained.wait()
+                    await streams.wait_drained()
             # The whole tree, `setsid` and double-fork escapees included (core containment).
             gone = await proc.terminate(0.0, self._term_grace, self._kill_grace)
-            with anyio.move_on_after(self._kill_grace):
-                await streams.drained.wait()
+            if streams.open:
+                with anyio.move_on_after(self._kill_grace):
+                    await streams.wait_drained()
         return gone
 
 
@@ -439,7 +455,6 @@ async def _pump(
     stream: anyio.abc.ByteReceiveStream | None,
     streams: _Streams,
     buffer: HeadTailBuffer,
-    verdict: _Verdict,
 ) -> None:
     try:
         if stream is not None:
@@ -448,8 +463,6 @@ async def _pump(
     except (anyio.EndOfStream, anyio.ClosedResourceError):
         pass
     except (anyio.BrokenResourceError, OSError):
-        verdict.offer("output")
+        streams.fail()
     finally:
-        streams.finished += 1
-        if streams.finished == 2 and streams.drained is not None:
-            streams.drained.set()
+        streams.ended()
