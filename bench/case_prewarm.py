@@ -2,7 +2,8 @@
 
 - Time to first update of an ACP run on a warm child (`prewarm=1`, pool refilled before the
   clock) vs the floor of a child already up and initialized, driven by a raw `acp` SDK client
-  (only `session/new`, the prompt and the first update timed); the cold provider beside both.
+  (only `session/new`, the prompt and the first update timed; its child, like the pool's, is
+  brought up ahead and waits idle through the round); the cold provider beside both.
 - `start()` of a run on the `harness acp-agent` child, warm vs cold, and the same for the fake
   SDK runtime.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from _acp_raw import raw_first_update
+from _acp_raw import RawFirstUpdate
 from _context import PYTHON, BenchError, Context
 from _report import Section, Target
 from _timing import Subject, paired, ratios
@@ -38,12 +39,14 @@ def _fake_acp(ctx: Context, prewarm: int) -> ACPProvider:
 
 
 def first_update(ctx: Context, provider: ACPProvider) -> Subject:
-    """`start()` -> the first `MessageChunk` of the run; the pool is full before the clock."""
+    """`start()` -> the first `MessageChunk` of the run; the pool is full and the request built
+    before the clock (the floor's inputs are ready before its clock too)."""
 
     async def subject() -> float:
         await provider.warm_up()
+        request = SubagentRequest(prompt="bench", cwd=ctx.work)
         started = time.perf_counter()
-        run = await provider.start(SubagentRequest(prompt="bench", cwd=ctx.work))
+        run = await provider.start(request)
         async with run:
             elapsed: float | None = None
             async for event in run.events():
@@ -58,14 +61,9 @@ def first_update(ctx: Context, provider: ACPProvider) -> Subject:
     return subject
 
 
-def raw_floor(ctx: Context) -> Subject:
+def raw_floor(ctx: Context) -> RawFirstUpdate:
     script = ctx.write_json("prewarm-acp.json", {"text": TEXT})
-    argv = [PYTHON, "-m", "subagent_acp.testing", "--script", script]
-
-    async def subject() -> float:
-        return await raw_first_update(argv, str(ctx.work))
-
-    return subject
+    return RawFirstUpdate([PYTHON, "-m", "subagent_acp.testing", "--script", script], str(ctx.work))
 
 
 def start_only(ctx: Context, provider: ACPProvider | SDKProvider) -> Subject:
@@ -119,20 +117,26 @@ async def prewarm(ctx: Context) -> list[Section]:
             "Warm: `ACPConfig(prewarm=1)`, `await provider.warm_up()` before the clock, then "
             "`start()` -> first `MessageChunk` from `run.events()`. Floor: the same fake "
             "child spawned and past `initialize` before the clock, driven by a raw `acp` SDK "
-            "client (`session/new`, prompt, first `session/update`). Cold: `prewarm=0`.",
+            "client (`session/new`, prompt, first `session/update`); it is brought up right "
+            "after the previous floor measurement and waits idle through the round, as the "
+            "pool's child does. Cold: `prewarm=0`.",
         ],
     )
     warm_acp, cold_acp = _fake_acp(ctx, 1), _fake_acp(ctx, 0)
+    floor = raw_floor(ctx)
     async with warm_acp:
-        samples = await paired(
-            {
-                "warm": first_update(ctx, warm_acp),
-                "cold": first_update(ctx, cold_acp),
-                "floor": raw_floor(ctx),
-            },
-            warmup=1,
-            repeat=ctx.reps(12, 3),
-        )
+        try:
+            samples = await paired(
+                {
+                    "warm": first_update(ctx, warm_acp),
+                    "cold": first_update(ctx, cold_acp),
+                    "floor": floor,
+                },
+                warmup=1,
+                repeat=ctx.reps(12, 3),
+            )
+        finally:
+            await floor.aclose()
     ttfu.add("warm child, start -> first update", samples["warm"].scaled(1000), "ms")
     ttfu.add("cold child, start -> first update", samples["cold"].scaled(1000), "ms")
     ttfu.add("floor: child already up, raw client", samples["floor"].scaled(1000), "ms")

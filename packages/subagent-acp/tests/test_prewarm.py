@@ -1,5 +1,6 @@
-"""Pre-spawned fresh children: each used once, replaced in the background, never handed out dead,
-never more than `prewarm` besides the runs, all gone when the provider closes."""
+"""Pre-spawned fresh children: each used once, replaced in the background once its run is under
+way, never handed out dead, never more than `prewarm` besides the runs, all gone when the
+provider closes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ import anyio
 import psutil
 import pytest
 from subagent_acp import ACPProvider
-from subagent_core import SubagentRegistry, SubagentRequest, SubagentResult, SubagentStartError
+from subagent_core import (
+    MessageChunk,
+    SubagentRegistry,
+    SubagentRequest,
+    SubagentResult,
+    SubagentStartError,
+)
 
 ECHO = re.compile(r"pid=(\d+) sessions=(\d+) cwd=(.*)")
 
@@ -84,6 +91,33 @@ async def test_the_pool_never_exceeds_n_besides_its_runs(make_config, tmp_path: 
             counts.append(len(fake_children()))
     assert max(counts) <= 2 + 3
     assert counts[-1] <= 2
+    assert fake_children() == []
+
+
+async def test_the_replacement_starts_once_the_run_is_under_way(
+    make_config, tmp_path: Path
+) -> None:
+    """Taking a warm child spawns nothing until its run's first update, so the replacement's
+    start does not compete with the hand-over (`session/new`, the prompt) itself."""
+    gate = tmp_path / "gate"
+    config = make_config({"gate_file": str(gate), "text": "ok"}, prewarm=1)
+    with anyio.fail_after(60):
+        async with ACPProvider(config) as provider:
+            await provider.warm_up()
+            registry = SubagentRegistry()
+            registry.register(provider)
+            run = await registry.start("acp", SubagentRequest(prompt="go"))
+            async with run:
+                assert provider.warm_count == 0
+                assert len(fake_children()) == 1
+                gate.touch()
+                first = await anext(aiter(run.events()))
+                assert first == MessageChunk(text="ok")
+                assert provider.warm_count == 1  # refilled as the update arrived
+                assert await run.result() == SubagentResult(stop_reason="completed", output="ok")
+            await provider.warm_up()
+            assert provider.warm_count == 1
+            assert len(fake_children()) == 1
     assert fake_children() == []
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,8 +53,8 @@ def _positive_seconds(key: str, value: object) -> float:
 def enterable_directory(path: Path) -> bool:
     """True when `path` is a directory this process may enter (`X_OK`)."""
     try:
-        return path.is_dir() and os.access(path, os.X_OK)
-    except OSError:
+        return stat.S_ISDIR(os.stat(path).st_mode) and os.access(path, os.X_OK)
+    except (OSError, ValueError):
         return False
 
 

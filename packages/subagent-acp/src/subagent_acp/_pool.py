@@ -2,10 +2,15 @@
 
 A run on a warm child skips the interpreter start and `initialize`; the isolation of "a fresh
 process per run" stays, because a child never gets a second run. Each warm child is its own
-`OwnedTask` that owns the managed process from spawn to the end of its ladder: idle, it waits
-for a run to claim it (then drives that run to its end) or to be retired. The pool starts a
-replacement whenever one is claimed or ends, so it never holds more than `size` children
-(idle, starting or retiring) besides the ones its runs own.
+`OwnedTask` that owns the managed process (and its one exit watcher) from spawn to the end of
+its ladder: idle, it waits for a run to claim it (then drives that run to its end) or to be
+retired. The pool never holds more than `size` children (idle, starting or retiring) besides
+the ones its runs own.
+
+A claimed child's replacement starts once its run is under way (its first update, or its
+settlement), and whenever a child ends: a replacement spawned at the claim would compete with
+the hand-over itself (`session/new` and the prompt) for the parent's loop and the machine's
+cores, and that hand-over latency is what the pool exists to remove.
 
 What binds at spawn: argv, env, the process cwd, and the client capabilities `initialize`
 advertised. The process cwd is the config's, else the request's, so without a configured cwd
@@ -19,18 +24,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import anyio
 from acp.schema import InitializeResponse
-from subagent_core import ManagedProcess, OwnedTask, SpawnError
+from subagent_core import OwnedTask, SpawnError, SubagentRequest
 
 from ._bridge import Session
 from ._config import ACPConfig
-from ._run import capabilities_for, open_child, open_session
-
-if TYPE_CHECKING:
-    from ._run import ACPRun
+from ._exit_watch import watching_exit
+from ._run import ACPRun, capabilities_for, open_child, open_session
 
 _log = logging.getLogger("subagent_acp")
 
@@ -41,29 +44,29 @@ _CLOSE_SECONDS: Final = 1.0
 
 
 class WarmChild:
-    """One pre-spawned child; `claim()` hands it to a run."""
+    """One pre-spawned child and the run built for it while it waits; `claim()` hands both to a
+    request."""
 
     def __init__(self, pool: WarmPool, cwd: Path) -> None:
         self.cwd = cwd
         self._pool = pool
-        self._ready = False
         self._exited = False
+        self._retired = False
         self._run: ACPRun | None = None
-        self._claimed = anyio.Event()
-        self._retired = anyio.Event()
+        self._prepared: ACPRun | None = None
+        self._wake = anyio.Event()
+        self._initializing: anyio.CancelScope | None = None
         self.task = OwnedTask.start(self._own, name="subagent_acp.warm_child")
 
     @property
     def idle(self) -> bool:
         """Past `initialize`, not claimed, not retired, and its process not known to be dead.
 
-        (The process's own waiter notices an exit; this never polls the process, so it cannot
-        take that waiter's wake-up. A death not noticed yet is caught by the run, which then
-        starts cold.)"""
+        (A death not noticed yet is caught by the run, which then starts cold.)"""
         return (
-            self._ready
+            self._prepared is not None
             and self._run is None
-            and not self._retired.is_set()
+            and not self._retired
             and not self._exited
             and not self.task.done
         )
@@ -72,31 +75,53 @@ class WarmChild:
     def claimed(self) -> bool:
         return self._run is not None
 
-    def claim(self, run: ACPRun) -> OwnedTask:
-        """Hands the child to `run`; returns the task that now drives it."""
+    def claim(self, request: SubagentRequest) -> tuple[ACPRun, OwnedTask]:
+        """Hands the child, with the run built while it waited, to `request`; returns the run
+        and the task that now drives it."""
+        run = self._prepared
+        assert run is not None
+        run.serve(request)
         self._run = run
-        self._claimed.set()
-        return self.task
+        run.on_under_way = self._pool.refill
+        self._wake.set()
+        return run, self.task
 
     def retire(self) -> None:
         """Ends an unclaimed child (its ladder runs in its task)."""
-        self._retired.set()
+        self._retired = True
+        self._stop_waiting()
+
+    def _on_exit(self) -> None:
+        """The exit, seen before a run took over the watcher."""
+        self._exited = True
+        if self._run is None and self._prepared is not None:
+            _log.info("a warm ACP child exited while idle; replacing it")
+        self._stop_waiting()
+
+    def _stop_waiting(self) -> None:
+        self._wake.set()
+        if self._initializing is not None:
+            self._initializing.cancel()
 
     async def _own(self) -> None:
         config = self._pool.config
         driven = False
         try:
-            async with open_child(config, self.cwd) as proc:
+            async with open_child(config, self.cwd) as proc, watching_exit(proc) as watch:
+                watch.listener = self._on_exit
                 session = open_session(proc, config)
                 try:
-                    initialized = await self._initialize(proc, session)
+                    initialized = await self._initialize(session)
                     if initialized is None:
                         return
-                    self._ready = True
+                    self._prepared = ACPRun(config, self.cwd)
                     self._pool.changed()
-                    if await self._wait_for_claim(proc) and self._run is not None:
+                    await self._wake.wait()
+                    # A claim wins over a death noticed at the same moment: the run classifies it.
+                    run = self._run
+                    if run is not None:
                         driven = True
-                        await self._run.drive_owned(proc, session, initialized)
+                        await run.drive_owned(proc, session, initialized, watch)
                 finally:
                     with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_SECONDS):
                         await session.close()
@@ -108,60 +133,27 @@ class WarmChild:
                 self._run.abandon()  # claimed, then lost before driving: the start fails
             self._pool.ended(self)
 
-    async def _initialize(
-        self, proc: ManagedProcess, session: Session
-    ) -> InitializeResponse | None:
-        result: list[InitializeResponse] = []
-        capabilities = capabilities_for(self._pool.config)
-        with anyio.move_on_after(WARM_INITIALIZE_SECONDS):
-            async with anyio.create_task_group() as tg:
-
-                async def initialize() -> None:
-                    try:
-                        result.append(await session.initialize(capabilities))
-                    except Exception as error:
-                        _log.warning("a warm ACP child failed initialize", exc_info=error)
-                    tg.cancel_scope.cancel()
-
-                async def watch(event: anyio.Event) -> None:
-                    await event.wait()
-                    tg.cancel_scope.cancel()
-
-                async def watch_exit() -> None:
-                    await proc.wait()
-                    self._exited = True
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(initialize)
-                tg.start_soon(watch, self._retired)
-                tg.start_soon(watch_exit)
-        if not result:
-            if not self._retired.is_set():
+    async def _initialize(self, session: Session) -> InitializeResponse | None:
+        """The answer to `initialize`; `None` when it failed, timed out, or the child exited
+        or was retired first."""
+        result: InitializeResponse | None = None
+        failed = False
+        with anyio.move_on_after(WARM_INITIALIZE_SECONDS), anyio.CancelScope() as scope:
+            self._initializing = scope
+            if self._retired or self._exited:
+                scope.cancel()
+            try:
+                result = await session.initialize(capabilities_for(self._pool.config))
+            except Exception as error:
+                _log.warning("a warm ACP child failed initialize", exc_info=error)
+                failed = True
+            finally:
+                self._initializing = None
+        if result is None and not self._retired:
+            if not failed:
                 _log.warning("a warm ACP child did not complete initialize; not used")
-                self._pool.failed = True
-            return None
-        return result[0]
-
-    async def _wait_for_claim(self, proc: ManagedProcess) -> bool:
-        """True once a run claimed the child; False when retired or the child died idle."""
-        async with anyio.create_task_group() as tg:
-
-            async def watch(event: anyio.Event) -> None:
-                await event.wait()
-                tg.cancel_scope.cancel()
-
-            async def watch_exit() -> None:
-                await proc.wait()
-                self._exited = True
-                if not self._claimed.is_set():
-                    _log.info("a warm ACP child exited while idle; replacing it")
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(watch, self._claimed)
-            tg.start_soon(watch, self._retired)
-            tg.start_soon(watch_exit)
-        # A claim wins over a death noticed at the same moment: the run classifies the exit.
-        return self._claimed.is_set()
+            self._pool.failed = True
+        return result
 
 
 class WarmPool:
@@ -183,16 +175,17 @@ class WarmPool:
         """Children the pool holds: idle, starting or retiring (not the ones runs own)."""
         return sum(not child.claimed for child in self._children)
 
-    def take(self, cwd: Path, run: ACPRun) -> OwnedTask | None:
-        """Hands an idle child for `cwd` to `run` and returns the task that drives it, or
-        `None` (the caller starts cold); refills the pool either way."""
+    def take(self, cwd: Path, request: SubagentRequest) -> tuple[ACPRun, OwnedTask] | None:
+        """Hands an idle child for `cwd` to `request`: its run and the task that drives it, or
+        `None` (the caller starts cold, and the pool refills now)."""
         if self._closed:
             return None
         self._point_at(cwd)
         found = next((child for child in self._children if child.idle and child.cwd == cwd), None)
-        owner = None if found is None else found.claim(run)
-        self._fill()
-        return owner
+        if found is None:
+            self.refill()
+            return None
+        return found.claim(request)  # its replacement starts once the run is under way
 
     def _point_at(self, cwd: Path) -> None:
         """Moves an unfixed pool to `cwd` (retiring children for another) and re-arms it."""
@@ -208,7 +201,7 @@ class WarmPool:
         if self._closed:
             return
         self._point_at(cwd)
-        self._fill()
+        self.refill()
         while not (self._closed or (not self._settling() and (self.failed or self._full()))):
             await self._changed.wait()
 
@@ -228,10 +221,11 @@ class WarmPool:
         """A child's task is ending: forget it and refill its place."""
         if child in self._children:
             self._children.remove(child)
-        self._fill()
+        self.refill()
         self.changed()
 
-    def _fill(self) -> None:
+    def refill(self) -> None:
+        """Starts children until the pool holds `size` (not while closed or after a failure)."""
         cwd = self._cwd
         if self._closed or self.failed or cwd is None:
             return

@@ -32,6 +32,7 @@ from ._config import ACPConfig, enterable_directory
 
 if TYPE_CHECKING:
     from ._pool import WarmPool
+    from ._run import ACPRun
 
 _log = logging.getLogger("subagent_acp")
 
@@ -42,6 +43,12 @@ async def _load_run_module() -> None:
     """Imports the run (and with it the `acp` SDK, ~1 s of schema building) off the loop."""
     if _RUN_MODULE not in sys.modules:
         await anyio.to_thread.run_sync(importlib.import_module, _RUN_MODULE)
+
+
+async def _open_cold(run: ACPRun, request: SubagentRequest) -> ACPRun:
+    run.serve(request)
+    await run.open()
+    return run
 
 
 class ACPProvider(AsyncClosing):
@@ -94,20 +101,18 @@ class ACPProvider(AsyncClosing):
             raise SubagentStartError(aborted_before_start_text("ACP"))
         from ._run import ACPRun
 
-        run = ACPRun(self._config, request, cwd)
         pool = self._warm_pool()
-        owner = None if pool is None else pool.take(cwd, run)
-        if owner is None:
-            await run.open()
-            return run
+        taken = None if pool is None else pool.take(cwd, request)
+        if taken is None:
+            return await _open_cold(ACPRun(self._config, cwd), request)
+        run, owner = taken
         try:
             await run.open(owner)
         except SubagentStartError:
             if not run.warm_child_died or request.cancel.cancelled:
                 raise
             _log.info("a warm ACP child died before its run started; starting cold")
-            run = ACPRun(self._config, request, cwd)
-            await run.open()
+            return await _open_cold(ACPRun(self._config, cwd), request)
         return run
 
     @property

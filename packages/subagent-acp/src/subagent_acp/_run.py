@@ -8,7 +8,9 @@ its own owner (`ACPRun.open`); a pre-spawned child's owner hands its process to 
 (`ACPRun.drive_owned`) once `initialize` is done.
 
 Every request is raced against the process exiting, the request's cancel signal and the stop
-request; the SDK's own waits are never trusted to end.
+request; the SDK's own waits are never trusted to end. The race spawns no task: the request runs
+in the owner inside a cancel scope that the cancel signal and the stop request cancel, and that
+the child's exit bounds (through the one exit watcher the child has, `ExitWatch`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from ._bridge import (
     discard_rest,
 )
 from ._config import ACPConfig
+from ._exit_watch import ExitWatch, watching_exit
 from ._facts import (
     Failure,
     Stage,
@@ -99,12 +102,16 @@ class _Raced(Generic[T]):
 
 
 class ACPRun(SubagentRun):
-    """A published ACP child; `result()` never raises for child failure."""
+    """A published ACP child; `result()` never raises for child failure.
 
-    def __init__(self, config: ACPConfig, request: SubagentRequest, cwd: Path) -> None:
+    Built for a config and a workspace, then given its request (`serve`) before `open`: a
+    pre-spawned child carries a run built while it waited, so taking it builds nothing.
+    """
+
+    def __init__(self, config: ACPConfig, cwd: Path) -> None:
         self.id = new_run_id()
         self._config = config
-        self._request = request
+        self._request: SubagentRequest | None = None
         self._cwd = cwd
         self._proc: ManagedProcess | None = None
         self._session: Session | None = None
@@ -124,6 +131,10 @@ class ACPRun(SubagentRun):
         self._ready = anyio.Event()
         self._settled = anyio.Event()
         self._stop = anyio.Event()
+        self._race_scope: anyio.CancelScope | None = None
+        self._watch: ExitWatch | None = None
+        self.on_under_way: Callable[[], None] | None = None
+        """Called once, at the run's first update or its settlement (a warm pool refills then)."""
         self._owner: OwnedTask | None = None
         self.warm_child_died = False
         """True when a pre-spawned child turned out dead before its session started (the
@@ -139,6 +150,17 @@ class ACPRun(SubagentRun):
 
     # -- holder side ---------------------------------------------------------------------
 
+    def serve(self, request: SubagentRequest) -> None:
+        """Sets the request this run serves (once, before `open`)."""
+        assert self._request is None
+        self._request = request
+
+    @property
+    def request(self) -> SubagentRequest:
+        request = self._request
+        assert request is not None, "ACPRun.serve() comes before open()"
+        return request
+
     async def open(self, owner: OwnedTask | None = None) -> None:
         """Starts the owner (or adopts a pre-spawned child's) and waits until the child is ready.
 
@@ -151,7 +173,7 @@ class ACPRun(SubagentRun):
         except BaseException:
             # Our caller was cancelled mid-start: roll back before letting the cancel through.
             with anyio.CancelScope(shield=True):
-                self._stop.set()
+                self._request_stop()
                 with anyio.move_on_after(self._dispose_bound):
                     await self._wait_owner()
             raise
@@ -162,7 +184,7 @@ class ACPRun(SubagentRun):
 
     async def result(self) -> SubagentResult:
         if self._result is None:
-            with self._request.cancel.cancel_scope():
+            with self.request.cancel.cancel_scope():
                 await self._settled.wait()
             if self._result is None:
                 self._settle("aborted", None)  # the request's cancel signal fired first
@@ -172,7 +194,7 @@ class ACPRun(SubagentRun):
     async def dispose(self) -> str | None:
         with anyio.CancelScope(shield=True):
             self._settle("aborted", None)
-            self._stop.set()
+            self._request_stop()
             with anyio.move_on_after(self._dispose_bound):
                 await self._wait_owner()
             if not self._disposed:
@@ -184,6 +206,12 @@ class ACPRun(SubagentRun):
                     outcome = None if self._proc is None else self._proc.outcome
                     self._dispose_text = teardown_line(self._config.provider_name, outcome)
             return self._dispose_text
+
+    def _request_stop(self) -> None:
+        """Asks the owner to end the run; a request in flight is abandoned at once."""
+        self._stop.set()
+        if self._race_scope is not None:
+            self._race_scope.cancel()
 
     async def _wait_owner(self) -> None:
         if self._owner is not None:
@@ -202,6 +230,7 @@ class ACPRun(SubagentRun):
             self._buffer.publish(event)
         if isinstance(event, MessageChunk):
             self._output.add(event.text)
+        self._note_under_way()
 
     # -- settlement ------------------------------------------------------------------------
 
@@ -216,6 +245,12 @@ class ACPRun(SubagentRun):
             )
             self._buffer.close()
             self._settled.set()
+            self._note_under_way()
+
+    def _note_under_way(self) -> None:
+        hook, self.on_under_way = self.on_under_way, None
+        if hook is not None:
+            hook()
 
     def _settle_facts(self, stop_reason: StopReason, failure: Failure | None) -> None:
         permissions = self._permissions
@@ -257,8 +292,8 @@ class ACPRun(SubagentRun):
         """The cold path: spawn the child, then drive it."""
         config = self._config
         try:
-            async with open_child(config, self._cwd) as proc:
-                await self.drive_owned(proc, open_session(proc, config), None)
+            async with open_child(config, self._cwd) as proc, watching_exit(proc) as watch:
+                await self.drive_owned(proc, open_session(proc, config), None, watch)
         except SpawnError as error:
             _log.info("ACP run %s: could not spawn the child (%s)", self.id, error.reason)
             # A workspace that vanished after it was checked is still a configuration fact.
@@ -278,11 +313,14 @@ class ACPRun(SubagentRun):
         proc: ManagedProcess,
         session: Session,
         initialized: InitializeResponse | None,
+        watch: ExitWatch,
     ) -> None:
         """Drives the child from its handshake (or after `initialize`, for a pre-spawned one)
-        to the end of its teardown; the caller's block owns the process."""
+        to the end of its teardown; the caller's blocks own the process and its exit watcher."""
         self._proc = proc
         self._session = session
+        self._watch = watch
+        watch.listener = self._on_exit
         try:
             await self._drive(proc, session, initialized)
         except Exception as error:
@@ -302,31 +340,13 @@ class ACPRun(SubagentRun):
         self, proc: ManagedProcess, session: Session, initialized: InitializeResponse | None
     ) -> None:
         config = self._config
-        failure: Failure | None = None
-        cause: BaseException | None = None
-        cancelled = False
         try:
-            async with anyio.create_task_group() as services:
-                terminals = Terminals(services, self._cwd) if config.terminal else None
-                session.client.bind(
-                    self._permissions,
-                    files=None if config.fs == "none" else WorkspaceFiles(self._cwd),
-                    writes=config.fs == "read-write",
-                    allow_writes=self._request.allow_writes,
-                    terminals=terminals,
+            if config.terminal:
+                failure, cause, cancelled = await self._converse_with_terminals(
+                    session, initialized
                 )
-                session.transport.on_update = self.on_update
-                try:
-                    failure, cause, cancelled = await self._handshake(session, initialized)
-                    if failure is None and not cancelled:
-                        self._ready.set()
-                        await self._prompt(session)
-                        await self._stop.wait()
-                finally:
-                    # Terminals end first: their trees die with the run.
-                    if terminals is not None:
-                        terminals.close()
-                    services.cancel_scope.cancel()
+            else:
+                failure, cause, cancelled = await self._converse(session, initialized, None)
             gone = await self._teardown(proc, session)
             cleanup = None if gone else teardown_line(config.provider_name, proc.outcome)
             if initialized is not None and failure is not None and not self._ready.is_set():
@@ -338,6 +358,44 @@ class ACPRun(SubagentRun):
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_SECONDS):
                 await session.close()
+
+    async def _converse_with_terminals(
+        self, session: Session, initialized: InitializeResponse | None
+    ) -> tuple[Failure | None, BaseException | None, bool]:
+        """`_converse` with the run's terminals, whose tasks live in a group of their own."""
+        outcome: tuple[Failure | None, BaseException | None, bool] = (None, None, True)
+        async with anyio.create_task_group() as services:
+            terminals = Terminals(services, self._cwd)
+            try:
+                outcome = await self._converse(session, initialized, terminals)
+            finally:
+                # Terminals end first: their trees die with the run.
+                terminals.close()
+                services.cancel_scope.cancel()
+        return outcome
+
+    async def _converse(
+        self,
+        session: Session,
+        initialized: InitializeResponse | None,
+        terminals: Terminals | None,
+    ) -> tuple[Failure | None, BaseException | None, bool]:
+        """Handshake and prompt; returns once stopped, with the handshake's failure facts."""
+        config = self._config
+        session.client.bind(
+            self._permissions,
+            files=None if config.fs == "none" else WorkspaceFiles(self._cwd),
+            writes=config.fs == "read-write",
+            allow_writes=self.request.allow_writes,
+            terminals=terminals,
+        )
+        session.transport.on_update = self.on_update
+        failure, cause, cancelled = await self._handshake(session, initialized)
+        if failure is None and not cancelled:
+            self._ready.set()
+            await self._prompt(session)
+            await self._stop.wait()
+        return failure, cause, cancelled
 
     async def _handshake(
         self, session: Session, initialized: InitializeResponse | None
@@ -370,7 +428,7 @@ class ACPRun(SubagentRun):
 
     def _mcp_servers(self, initialized: InitializeResponse) -> list[MCPServer] | None:
         """The servers to pass in `session/new`, or `None` when the child cannot take them."""
-        servers = mcp_servers_for(self._request.mcp_servers, initialized)
+        servers = mcp_servers_for(self.request.mcp_servers, initialized)
         if servers is None:
             _log.info("ACP run %s: the child does not take the request's MCP servers", self.id)
         return servers
@@ -394,7 +452,7 @@ class ACPRun(SubagentRun):
         self._stage = "prompt"
         session_id = self._session_id
         assert session_id is not None
-        raced = await self._race(lambda: session.prompt(session_id, self._request.prompt))
+        raced = await self._race(lambda: session.prompt(session_id, self.request.prompt))
         if raced.kind == "cancel":
             self._settle("aborted", None)
             await self._notify_cancel(session, session_id)
@@ -408,7 +466,7 @@ class ACPRun(SubagentRun):
                 )
                 self._buffer.publish(event)
             stop_reason, failure = map_stop_reason(acp_stop_reason)
-            if stop_reason == "aborted" and self._request.cancel.cancelled:
+            if stop_reason == "aborted" and self.request.cancel.cancelled:
                 self._settle("aborted", None)  # we asked: a local cancel, not a remote abort
             else:
                 self._settle_facts(stop_reason, failure)
@@ -468,51 +526,44 @@ class ACPRun(SubagentRun):
             return Failure(stage, "transport")
         return _unexpected(stage)
 
+    def _on_exit(self) -> None:
+        """The leader exited: the request in flight gets `OUTCOME_WAIT_SECONDS` to finish.
+
+        A reply written just before exiting is still delivered; EOF usually fails the request
+        sooner, and a grandchild holding stdout cannot stretch the wait past the bound.
+        """
+        scope = self._race_scope
+        if scope is not None:
+            scope.deadline = min(scope.deadline, anyio.current_time() + OUTCOME_WAIT_SECONDS)
+
     async def _race(self, operation: Callable[[], Awaitable[T]]) -> _Raced[T]:
         """Runs `operation` against process exit, the cancel signal and the stop request."""
-        proc = self._proc
-        assert proc is not None
-        finished: list[_Raced[T]] = []
-        operation_done = anyio.Event()
-
-        with self._request.cancel.cancel_scope():
-            async with anyio.create_task_group() as tg:
-
-                def finish(raced: _Raced[T]) -> None:
-                    if not finished:
-                        finished.append(raced)
-                        tg.cancel_scope.cancel()
-
-                async def run_operation() -> None:
-                    try:
-                        value = await operation()
-                    except Exception as error:
-                        operation_done.set()
-                        if classify_error(error) == "connection-lost":
-                            # Wait for the process outcome before the failure is classified.
-                            with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
-                                await proc.wait()
-                        finish(_Raced("error", error=error))
-                        return
-                    operation_done.set()
-                    finish(_Raced("value", value))
-
-                async def watch_exit() -> None:
-                    await proc.wait()
-                    # A reply written just before exiting is still delivered (EOF ends the
-                    # wait early; a grandchild holding stdout cannot stretch it past the bound).
+        watch = self._watch
+        assert watch is not None
+        if self._stop.is_set():
+            return _Raced("cancel")
+        raced: _Raced[T] | None = None
+        with self.request.cancel.cancel_scope(), anyio.CancelScope() as scope:
+            if watch.exited:
+                scope.deadline = anyio.current_time() + OUTCOME_WAIT_SECONDS
+            self._race_scope = scope
+            try:
+                value = await operation()
+            except Exception as error:
+                if classify_error(error) == "connection-lost":
+                    # Wait for the process outcome before the failure is classified.
                     with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
-                        await operation_done.wait()
-                    finish(_Raced("exit"))
-
-                async def watch_stop() -> None:
-                    await self._stop.wait()
-                    finish(_Raced("cancel"))
-
-                tg.start_soon(run_operation)
-                tg.start_soon(watch_exit)
-                tg.start_soon(watch_stop)
-        return finished[0] if finished else _Raced("cancel")
+                        await watch.seen.wait()
+                raced = _Raced("error", error=error)
+            else:
+                raced = _Raced("value", value)
+            finally:
+                self._race_scope = None
+        if raced is not None:
+            return raced
+        if self._stop.is_set() or self.request.cancel.cancelled:
+            return _Raced("cancel")
+        return _Raced("exit")
 
 
 async def _apply_option(session: Session, session_id: str, step: Step) -> None:

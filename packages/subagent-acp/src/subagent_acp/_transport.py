@@ -97,7 +97,7 @@ class ChildTransport:
         self.on_update = on_update
         """Receives each `session/update` in arrival order (set when a run binds the connection)."""
         self._write_timeout = write_timeout_seconds
-        self._send_lock = anyio.Lock()
+        self._send_lock = anyio.Lock(fast_acquire=True)
         self._receive_scope: anyio.CancelScope | None = None
         self._awaiting: set[object] = set()
         self._prompt_id: object = None
