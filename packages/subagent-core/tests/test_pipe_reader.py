@@ -1,0 +1,126 @@
+"""The pipe read end registered with the loop once: exact bytes, a bounded buffer that pushes
+back on the writer, and prompt wake-ups on close and cancel."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+
+import anyio
+import anyio.to_thread
+import pytest
+from subagent_core._pipe_reader import BUFFER_LIMIT, READ_BYTES, PipeReader
+
+pytestmark = pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="Linux pipes")
+
+
+async def read_all(reader: PipeReader) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        try:
+            parts.append(await reader.receive(65536))
+        except anyio.EndOfStream:
+            return b"".join(parts)
+
+
+async def test_every_byte_arrives_in_order_then_end_of_stream() -> None:
+    read_fd, write_fd = os.pipe()
+    reader = PipeReader(read_fd)
+    payload = bytes(range(256)) * 40_000  # 10 MB: many reads and pauses
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+
+            async def write() -> None:
+                await anyio.to_thread.run_sync(_write_all, write_fd, payload)
+                os.close(write_fd)
+
+            tg.start_soon(write)
+            assert await read_all(reader) == payload
+    await reader.aclose()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+async def test_an_unread_flood_is_held_to_the_bound_and_pushes_back() -> None:
+    """Nobody reads: the reader buffers at most BUFFER_LIMIT plus one read, then stops reading,
+    so the pipe fills and the writer is blocked; then every byte still arrives."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    capacity = fcntl.fcntl(write_fd, fcntl.F_GETPIPE_SZ)
+    reader = PipeReader(read_fd)
+    written = 0
+    with anyio.fail_after(30):
+        os.write(write_fd, b"x")
+        written += 1
+        assert await reader.receive(1) == b"x"  # the reader is registered from now on
+        block = b"y" * 65536
+        while True:
+            try:
+                written += os.write(write_fd, block)
+                continue
+            except BlockingIOError:
+                pass
+            # Full: either the reader drains the pipe soon, or it has stopped reading.
+            with anyio.move_on_after(1.0) as waiting:
+                await anyio.wait_writable(write_fd)
+            if waiting.cancelled_caught:
+                break
+        unread = written - 1
+        assert unread <= BUFFER_LIMIT + READ_BYTES + capacity
+        assert unread >= BUFFER_LIMIT  # it did read ahead, up to the bound
+        os.close(write_fd)
+        assert await read_all(reader) == b"y" * unread
+    await reader.aclose()
+
+
+async def test_close_wakes_a_waiting_receive() -> None:
+    read_fd, write_fd = os.pipe()
+    reader = PipeReader(read_fd)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            failures: list[BaseException] = []
+
+            async def wait() -> None:
+                try:
+                    await reader.receive()
+                except anyio.ClosedResourceError as error:
+                    failures.append(error)
+
+            tg.start_soon(wait)
+            await anyio.wait_all_tasks_blocked()
+            reader.close()
+        assert len(failures) == 1
+        with pytest.raises(anyio.ClosedResourceError):
+            await reader.receive()
+    os.close(write_fd)
+
+
+async def test_a_cancelled_receive_loses_nothing() -> None:
+    read_fd, write_fd = os.pipe()
+    reader = PipeReader(read_fd)
+    with anyio.fail_after(10):
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await reader.receive()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader.receive)
+            await anyio.wait_all_tasks_blocked()
+            tg.cancel_scope.cancel()
+        os.write(write_fd, b"kept")
+        os.close(write_fd)
+        assert await read_all(reader) == b"kept"
+    await reader.aclose()
+
+
+async def test_a_read_error_is_broken_resource() -> None:
+    """A descriptor that cannot be read (here: a write end) reports BrokenResourceError."""
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    reader = PipeReader(write_fd)
+    with anyio.fail_after(10), pytest.raises(anyio.BrokenResourceError):
+        await reader.receive()
+    await reader.aclose()
