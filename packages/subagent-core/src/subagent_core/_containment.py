@@ -319,7 +319,8 @@ class _Link:
         self.poll()
         while not done() and not self.closed:
             async with self._reading:
-                self.poll()
+                # A reader we waited for applied what it read; readiness is level-triggered,
+                # so whatever came after that still wakes the wait below at once.
                 if done() or self.closed:
                     return
                 with anyio.CancelScope() as sleeper:
@@ -350,7 +351,8 @@ class _Link:
         """Done with this run: a guard that reported "gone" is reused, any other hung up on."""
         if self.sock.fileno() < 0:
             return
-        self.poll()
+        if not self.gone:
+            self.poll()
         reusable = self.gone and not self.closed
         self.closed = True
         if reusable and _SERVER.recycle(self.sock):
@@ -447,7 +449,8 @@ class GuardedProcess(anyio.abc.Process):
 
     @property
     def returncode(self) -> int | None:
-        self._link.poll()
+        if self._link.returncode is None:
+            self._link.poll()
         return self._link.returncode
 
     @property
@@ -465,7 +468,8 @@ class GuardedProcess(anyio.abc.Process):
     @property
     def exit_known(self) -> bool:
         """True once the leader's exit is reported, or the guard can report nothing more."""
-        self._link.poll()
+        if self._link.returncode is None:
+            self._link.poll()
         return self._link.returncode is not None or self._link.closed
 
     async def wait_exit(self) -> int | None:
@@ -491,7 +495,8 @@ class GuardedProcess(anyio.abc.Process):
 
     def tree_gone(self) -> bool:
         """True once the guard reported that no process of the tree is left."""
-        self._link.poll()
+        if not self._link.gone:
+            self._link.poll()
         return self._link.gone
 
     async def wait_tree_gone(self) -> bool:

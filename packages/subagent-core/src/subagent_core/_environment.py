@@ -6,6 +6,7 @@ import functools
 import os
 import re
 from collections.abc import Mapping
+from typing import cast
 
 _CREDENTIAL_SHAPED = re.compile(r"KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
 
@@ -30,12 +31,38 @@ def child_env(
     laid over the rest and always win, even credential-shaped ones: that is how a child is given
     its own key. An explicit `None` removes an inherited entry.
     """
-    # A plain copy of os.environ first: it decodes each entry once, faster than iterating it.
-    source = dict(os.environ) if parent is None else parent
-    env = {name: value for name, value in source.items() if not is_scrubbed_name(name)}
+    if parent is None:
+        env = _inherited()
+    else:
+        env = {name: value for name, value in parent.items() if not is_scrubbed_name(name)}
     for name, value in explicit.items():
         if value is None:
             env.pop(name, None)
         else:
             env[name] = value
     return env
+
+
+_inherited_cache: tuple[dict[object, object], dict[str, str]] | None = None
+
+
+def _inherited() -> dict[str, str]:
+    """A fresh copy of os.environ without the scrubbed names, rebuilt only when it changed.
+
+    Reading os.environ decodes every entry in Python, the largest part of preparing a spawn;
+    CPython keeps the encoded entries in one plain dict (`_data`, behind every change made
+    through os.environ), and comparing that with a snapshot runs in C.
+    """
+    global _inherited_cache
+    store = cast("object", getattr(os.environ, "_data", None))
+    if not isinstance(store, dict):
+        return {name: value for name, value in os.environ.items() if not is_scrubbed_name(name)}
+    entries = cast("dict[object, object]", store)
+    cached = _inherited_cache
+    if cached is not None and cached[0] == entries:
+        return dict(cached[1])
+    before = dict(entries)
+    env = {name: value for name, value in os.environ.items() if not is_scrubbed_name(name)}
+    if before == entries:  # no other thread changed it meanwhile
+        _inherited_cache = (before, env)
+    return dict(env)

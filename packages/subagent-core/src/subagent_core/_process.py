@@ -27,6 +27,7 @@ the tree is alive.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -232,10 +233,7 @@ class ManagedProcess:
         tree is confirmed gone, later calls return True at once; so does a first call when the
         guard already reported the tree gone and there is no stdin to close (nothing to do).
         """
-        if self._terminated or (
-            self._guarded is not None and self._process.stdin is None and self._guarded.tree_gone()
-        ):
-            self._terminated = True
+        if self.confirmed_gone():
             return True
         with anyio.CancelScope(shield=True):
             async with self._terminate_lock:
@@ -245,6 +243,13 @@ class ManagedProcess:
                         term_grace_seconds,
                         kill_grace_seconds,
                     )
+        return self._terminated
+
+    def confirmed_gone(self) -> bool:
+        """True once the ladder confirmed the tree gone, or the guard reported it gone with no
+        stdin left to close (then the ladder has no step to take)."""
+        if not self._terminated and self._guarded is not None and self._process.stdin is None:
+            self._terminated = self._guarded.tree_gone()
         return self._terminated
 
     async def _ladder(self, eof: float, term: float, kill: float) -> bool:
@@ -295,7 +300,7 @@ class ManagedProcess:
 def _check_spawnable(argv: Sequence[str], cwd: Path | None) -> None:
     if not argv:
         raise SpawnError("not-found")
-    if cwd is not None and not Path(cwd).is_dir():
+    if cwd is not None and not os.path.isdir(cwd):
         raise SpawnError("bad-cwd")
 
 
@@ -343,7 +348,7 @@ async def open_managed_process(
         cwd = argv.cwd if cwd is None else cwd
         env = argv.environment() if env is None else env
         argv = argv.argv
-    cwd_path = None if cwd is None else Path(cwd)
+    cwd_path = cwd if cwd is None or isinstance(cwd, Path) else Path(cwd)
     _check_spawnable(argv, cwd_path)
     stderr_arg = _STDIO[stderr] if isinstance(stderr, str) else stderr
     if _guard_available():
@@ -359,11 +364,15 @@ async def open_managed_process(
             listener(process.pid)
         yield managed
     finally:
-        with anyio.CancelScope(shield=True):
-            await managed.terminate(eof_grace_seconds, term_grace_seconds, kill_grace_seconds)
-            await _release(process)
-            if tree is not None:
-                release_job(tree.job)
+        guarded = _guarded_of(process)
+        if guarded is not None and managed.confirmed_gone():
+            guarded.release()  # nothing to wait for: no ladder, no shield, no yield
+        else:
+            with anyio.CancelScope(shield=True):
+                await managed.terminate(eof_grace_seconds, term_grace_seconds, kill_grace_seconds)
+                await _release(process)
+                if tree is not None:
+                    release_job(tree.job)
 
 
 async def _spawn_direct(
