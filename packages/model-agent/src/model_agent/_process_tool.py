@@ -399,7 +399,8 @@ class ProcessExecuteTool:
             else:
                 self._enter("terminating")
             await self._finish(proc, reason, cancel, streams)
-            tg.cancel_scope.cancel()
+            if streams.open:
+                tg.cancel_scope.cancel()
         assert reason is not None  # only our own cancel, after the race, ends the group quietly
         return reason
 
@@ -415,16 +416,16 @@ class ProcessExecuteTool:
         A tree that cannot be confirmed gone is logged by the managed process; it never
         changes the committed result.
         """
-        gone = False
-        with anyio.CancelScope(shield=True):
-            if reason == "exit" and streams.open:
+        if reason == "exit" and streams.open:
+            with anyio.CancelScope(shield=True):
                 with anyio.move_on_after(self._drain_grace), cancel.cancel_scope():
                     await streams.wait_drained()
-            # The whole tree, `setsid` and double-fork escapees included (core containment).
-            gone = await proc.terminate(0.0, self._term_grace, self._kill_grace)
-            if streams.open:
-                with anyio.move_on_after(self._kill_grace):
-                    await streams.wait_drained()
+        # The whole tree, `setsid` and double-fork escapees included (core containment);
+        # shielded by the managed process itself.
+        gone = await proc.terminate(0.0, self._term_grace, self._kill_grace)
+        if streams.open:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self._kill_grace):
+                await streams.wait_drained()
         return gone
 
 
