@@ -89,6 +89,22 @@ def test_the_default_parent_is_os_environ(monkeypatch: pytest.MonkeyPatch) -> No
     assert env.get("PATH") == os.environ.get("PATH")
 
 
+def test_the_default_parent_follows_every_change_to_os_environ(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The scrubbed copy is cached between spawns; a change through os.environ still shows."""
+    monkeypatch.setenv("SUBAGENT_CORE_TEST_PLAIN", "one")
+    first = child_env({})
+    assert first["SUBAGENT_CORE_TEST_PLAIN"] == "one"
+    first["SUBAGENT_CORE_TEST_ADDED"] = "mine"  # a caller's copy, never the cache
+    monkeypatch.setenv("SUBAGENT_CORE_TEST_PLAIN", "two")
+    second = child_env({})
+    assert second["SUBAGENT_CORE_TEST_PLAIN"] == "two"
+    assert "SUBAGENT_CORE_TEST_ADDED" not in second
+    monkeypatch.delenv("SUBAGENT_CORE_TEST_PLAIN")
+    assert "SUBAGENT_CORE_TEST_PLAIN" not in child_env({})
+
+
 _WORDS = ("KEY", "PASSWORD", "SECRET", "TOKEN")
 _names = st.text(alphabet="ABCDEKYPSWORTNabcdekypsortn_0123", min_size=1, max_size=16)
 _scrubby = st.builds(

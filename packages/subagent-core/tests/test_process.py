@@ -296,6 +296,22 @@ async def test_the_child_gets_exactly_the_env_and_cwd_it_is_given(
             assert "OPENAI_API_KEY" not in names
 
 
+async def test_each_spawn_gets_its_own_environment_through_a_reused_guard() -> None:
+    """A warm guard decodes an unchanged environment once; a changed one must still arrive."""
+    script = "import os; print(os.environ.get('SUBAGENT_CORE_TEST_VALUE'))"
+    seen: list[bytes] = []
+    with anyio.fail_after(20):
+        for value in ("one", "one", "two", None, "one"):
+            env = {"PATH": os.environ.get("PATH", "")}
+            if value is not None:
+                env["SUBAGENT_CORE_TEST_VALUE"] = value
+            async with open_managed_process(
+                [sys.executable, "-c", script], env=env, stdin="devnull"
+            ) as proc:
+                seen.append(await read_line(proc))
+    assert seen == [b"one", b"one", b"two", b"None", b"one"]
+
+
 def write_file(path: Path, mode: int) -> Path:
     path.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
     path.chmod(mode)
