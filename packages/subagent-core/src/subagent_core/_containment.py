@@ -32,6 +32,8 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from ._pipe_reader import PipeReader
+
 GUARD_SCRIPT = Path(__file__).with_name("guard.py")
 """The guard, standard library only: run as `python -I -S guard.py --server` (or `-- CMD`)."""
 
@@ -362,7 +364,9 @@ class _Link:
 
 
 class _PipeEnd:
-    """Our non-blocking end of one of a child's pipes; closing it never waits."""
+    """Our non-blocking end of a child's stdin pipe; closing it never waits.
+
+    (The read ends are `PipeReader`s, registered with the loop once.)"""
 
     def __init__(self, fd: int) -> None:
         os.set_blocking(fd, False)
@@ -376,27 +380,6 @@ class _PipeEnd:
     async def aclose(self) -> None:
         self.close()
         await anyio.lowlevel.checkpoint()
-
-
-class _PipeReceiveStream(_PipeEnd, anyio.abc.ByteReceiveStream):
-    """Our read end of a child's pipe, served by the event loop's readiness callbacks."""
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        while True:
-            if self._fd < 0:
-                raise anyio.ClosedResourceError
-            try:
-                data = os.read(self._fd, max_bytes)
-            except BlockingIOError:
-                await anyio.wait_readable(self._fd)
-                continue
-            except OSError as error:
-                raise anyio.BrokenResourceError from error
-            if not data:
-                raise anyio.EndOfStream
-            await anyio.lowlevel.cancel_shielded_checkpoint()
-            return data
 
 
 class _PipeSendStream(_PipeEnd, anyio.abc.ByteSendStream):
@@ -433,8 +416,8 @@ class GuardedProcess(anyio.abc.Process):
         self,
         link: _Link,
         stdin: _PipeSendStream | None,
-        stdout: _PipeReceiveStream | None,
-        stderr: _PipeReceiveStream | None,
+        stdout: PipeReader | None,
+        stderr: PipeReader | None,
     ) -> None:
         assert link.pid is not None
         self._link = link
@@ -644,6 +627,6 @@ async def spawn_guarded(
     return GuardedProcess(
         link,
         _PipeSendStream(host_fds["stdin"]) if "stdin" in host_fds else None,
-        _PipeReceiveStream(host_fds["stdout"]) if "stdout" in host_fds else None,
-        _PipeReceiveStream(host_fds["stderr"]) if "stderr" in host_fds else None,
+        PipeReader(host_fds["stdout"]) if "stdout" in host_fds else None,
+        PipeReader(host_fds["stderr"]) if "stderr" in host_fds else None,
     )
