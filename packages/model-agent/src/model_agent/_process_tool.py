@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 from subagent_core import (
     CancelSignal,
     ManagedProcess,
@@ -417,14 +418,19 @@ class ProcessExecuteTool:
         changes the committed result.
         """
         if reason == "exit" and streams.open:
-            with anyio.CancelScope(shield=True):
-                with anyio.move_on_after(self._drain_grace), cancel.cancel_scope():
+            # The exit message often arrives together with the pipes' EOF: one pass of the loop
+            # lets the pumps take it before a bounded wait is set up.
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+            if streams.open:
+                drain_end = anyio.current_time() + self._drain_grace
+                with anyio.CancelScope(deadline=drain_end, shield=True), cancel.cancel_scope():
                     await streams.wait_drained()
         # The whole tree, `setsid` and double-fork escapees included (core containment);
         # shielded by the managed process itself.
         gone = await proc.terminate(0.0, self._term_grace, self._kill_grace)
         if streams.open:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(self._kill_grace):
+            kill_end = anyio.current_time() + self._kill_grace
+            with anyio.CancelScope(deadline=kill_end, shield=True):
                 await streams.wait_drained()
         return gone
 
