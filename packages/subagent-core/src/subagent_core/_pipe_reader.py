@@ -16,6 +16,7 @@ import asyncio
 import collections
 import contextlib
 import os
+import sys
 from typing import Final
 
 import anyio
@@ -33,7 +34,8 @@ class PipeReader(anyio.abc.ByteReceiveStream):
     """A non-blocking pipe read end; `close()` releases it at once, waking a waiting reader."""
 
     def __init__(self, fd: int) -> None:
-        os.set_blocking(fd, False)
+        if sys.platform != "win32":  # guarded children's pipes exist on POSIX only
+            os.set_blocking(fd, False)
         self._fd = fd
         self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
