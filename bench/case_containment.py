@@ -21,7 +21,7 @@ import anyio
 from _context import PYTHON, BenchError, Context
 from _report import Section, Target
 from _timing import paired, process_subject, ratios
-from case_process import subprocess_true, tool_true
+from case_process import subprocess_true, subprocess_true_captured, tool_true
 from subagent_core import open_managed_process
 
 GUARD = Path(sys.modules["subagent_core"].__file__ or "").with_name("guard.py")
@@ -102,20 +102,34 @@ async def containment(ctx: Context) -> list[Section]:
 
     tool = Section(
         "containment: process_execute of true",
-        notes=['`process_execute` with `true` vs `subprocess.run(["/bin/bash", "-c", "true"])`.'],
+        notes=[
+            '`process_execute` with `true` vs `subprocess.run(["/bin/bash", "-c", "true"])`; '
+            "the same call with `capture_output=True` (both streams kept, as the tool keeps "
+            "them) is context beside the target.",
+        ],
     )
     found = await paired(
-        {"tool": tool_true(ctx), "subprocess": subprocess_true},
+        {
+            "tool": tool_true(ctx),
+            "subprocess": subprocess_true,
+            "captured": subprocess_true_captured,
+        },
         warmup=ctx.reps(5, 2),
         repeat=ctx.reps(40, 10),
     )
     tool.add("process_execute true", found["tool"].scaled(1000), "ms")
     tool.add("subprocess.run bash -c true", found["subprocess"].scaled(1000), "ms")
+    tool.add("subprocess.run, capture_output=True", found["captured"].scaled(1000), "ms")
     tool.add(
         "process_execute / subprocess.run",
         ratios(found["tool"], found["subprocess"]),
         "×",
         Target("<=", 1.2),
+    )
+    tool.add(
+        "process_execute / subprocess.run, capture_output=True",
+        ratios(found["tool"], found["captured"]),
+        "×",
     )
 
     goodbye = Section(

@@ -1,8 +1,9 @@
 """`process_execute`: a 1 GB output flood, and the subjects for one tiny command.
 
 Baselines are what a user would otherwise write: the same producer piped into `cat >
-/dev/null`, and `subprocess.run(["/bin/bash", "-c", "true"])` (`tool_true` / `subprocess_true`,
-measured in the `containment` case beside the guard's own cost, so the suite times them once).
+/dev/null`, and `subprocess.run(["/bin/bash", "-c", "true"])`, also with `capture_output=True`
+(`tool_true` / `subprocess_true` / `subprocess_true_captured`, measured in the `containment`
+case beside the guard's own cost, so the suite times them once).
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ async def subprocess_true() -> float:
     started = time.perf_counter()
     # Blocking on purpose: this is the call a user would write.
     subprocess.run(["/bin/bash", "-c", "true"], check=True)  # noqa: ASYNC221
+    return time.perf_counter() - started
+
+
+async def subprocess_true_captured() -> float:
+    """The same call keeping stdout and stderr, as `process_execute` does (context, no target)."""
+    started = time.perf_counter()
+    subprocess.run(["/bin/bash", "-c", "true"], check=True, capture_output=True)  # noqa: ASYNC221
     return time.perf_counter() - started
 
 
