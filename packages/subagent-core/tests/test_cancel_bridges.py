@@ -99,6 +99,21 @@ async def test_an_already_cancelled_signal_gives_a_cancelled_scope() -> None:
     assert signal.registrations == 0
 
 
+async def test_a_scope_with_a_deadline_ends_there_and_still_obeys_the_signal() -> None:
+    signal = CancelSignal()
+    with anyio.fail_after(5):
+        with signal.cancel_scope(deadline=anyio.current_time() - 1) as scope:
+            await anyio.sleep_forever()
+        assert scope.cancelled_caught
+        assert not signal.cancelled
+        assert signal.registrations == 0
+        with signal.cancel_scope(deadline=anyio.current_time() + 3600) as scope:
+            signal.cancel()
+            await anyio.sleep_forever()
+    assert scope.cancelled_caught
+    assert signal.registrations == 0
+
+
 async def test_every_exit_path_releases_the_registration() -> None:
     signal = CancelSignal()
     with anyio.fail_after(5):

@@ -1,5 +1,5 @@
 """The pipe read end registered with the loop once: exact bytes, a bounded buffer that pushes
-back on the writer, and prompt wake-ups on close and cancel."""
+back on the writer, prompt wake-ups on close and cancel, and reads that never wait."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import pytest
+from subagent_core import _pipe_reader, drain_ended
 from subagent_core._pipe_reader import BUFFER_LIMIT, READ_BYTES, PipeReader
 
 pytestmark = pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="Linux pipes")
@@ -125,3 +126,73 @@ async def test_a_read_error_is_broken_resource() -> None:
     with anyio.fail_after(10), pytest.raises(anyio.BrokenResourceError):
         await reader.receive()
     await reader.aclose()
+
+
+async def test_receive_nowait_reports_each_state_without_waiting() -> None:
+    read_fd, write_fd = os.pipe()
+    reader = PipeReader(read_fd)
+    with pytest.raises(anyio.WouldBlock):
+        reader.receive_nowait()
+    os.write(write_fd, b"abcdef")
+    assert reader.receive_nowait(4) == b"abcd"
+    assert reader.receive_nowait() == b"ef"
+    os.close(write_fd)
+    with pytest.raises(anyio.EndOfStream):
+        reader.receive_nowait()
+    with pytest.raises(anyio.EndOfStream):
+        reader.receive_nowait()
+    reader.close()
+    with pytest.raises(anyio.ClosedResourceError):
+        reader.receive_nowait()
+
+
+async def test_drain_ended_feeds_everything_of_an_ended_pipe() -> None:
+    read_fd, write_fd = os.pipe()
+    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    reader = PipeReader(read_fd)
+    payload = bytes(range(256)) * 3000  # more than one read
+    _write_all(write_fd, payload)
+    os.close(write_fd)
+    fed: list[bytes] = []
+    assert drain_ended(reader, fed.append) is True
+    assert b"".join(fed) == payload
+    await reader.aclose()
+
+
+async def test_drain_ended_says_false_while_a_writer_lives_and_keeps_what_it_read() -> None:
+    read_fd, write_fd = os.pipe()
+    reader = PipeReader(read_fd)
+    os.write(write_fd, b"early")
+    fed: list[bytes] = []
+    assert drain_ended(reader, fed.append) is False
+    assert fed == [b"early"]
+    os.write(write_fd, b" late")
+    os.close(write_fd)
+    with anyio.fail_after(10):
+        assert await read_all(reader) == b" late"
+    await reader.aclose()
+
+
+async def test_drain_ended_reads_at_most_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer outside the tree could keep the pipe full: one call reads a bounded amount."""
+    monkeypatch.setattr(_pipe_reader, "DRAIN_LIMIT", 8)
+    read_fd, write_fd = os.pipe()
+    reader = PipeReader(read_fd)
+    os.write(write_fd, b"x" * 4)
+    os.write(write_fd, b"y" * 4)
+    os.close(write_fd)
+    fed: list[bytes] = []
+    with monkeypatch.context() as patch:
+        patch.setattr(_pipe_reader, "READ_BYTES", 4)
+        assert drain_ended(reader, fed.append) is False
+    assert b"".join(fed) == b"xxxxyyyy"
+    assert drain_ended(reader, fed.append) is True
+    await reader.aclose()
+
+
+async def test_drain_ended_cannot_read_other_streams() -> None:
+    send, receive = anyio.create_memory_object_stream[bytes](1)
+    with send, receive:
+        fed: list[bytes] = []
+        assert drain_ended(receive, fed.append) is False
+        assert fed == []

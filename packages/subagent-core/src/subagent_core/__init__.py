@@ -52,6 +52,7 @@ from ._mcp_servers import MCPServerSpec as MCPServerSpec
 from ._mcp_servers import MCPSSEServerSpec as MCPSSEServerSpec
 from ._mcp_servers import MCPStdioServerSpec as MCPStdioServerSpec
 from ._owned_task import OwnedTask as OwnedTask
+from ._pipe_reader import drain_ended as drain_ended
 from ._presentation import JobOutcome as JobOutcome
 from ._presentation import ToolText as ToolText
 from ._presentation import foreground_text as foreground_text
@@ -131,6 +132,7 @@ __all__ = [
     "bound_diagnostic",
     "child_env",
     "compose_start_error",
+    "drain_ended",
     "failure_line",
     "foreground_text",
     "job_outcome",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
@@ -64,15 +65,16 @@ class CancelSignal:
         return linked
 
     @contextmanager
-    def cancel_scope(self) -> Generator[anyio.CancelScope]:
+    def cancel_scope(self, *, deadline: float = math.inf) -> Generator[anyio.CancelScope]:
         """An anyio cancel scope that `cancel()` cancels synchronously, with no watcher task.
 
         Entered already cancelled when the signal is. On exit the scope is unregistered; a
         cancellation it caught is swallowed as any anyio scope does (check
         `scope.cancelled_caught` or `signal.cancelled` to tell what happened). Use it from the
-        task that runs the guarded code; bound waits inside it with `anyio.move_on_after`.
+        task that runs the guarded code. `deadline` (on anyio's clock) bounds it too: one scope
+        where a bounded wait would otherwise nest a second.
         """
-        scope = anyio.CancelScope()
+        scope = anyio.CancelScope(deadline=deadline)
         key = object()
         if self._cancelled:
             scope.cancel()

@@ -17,6 +17,7 @@ import sys
 if sys.platform == "win32":  # pragma: no cover - Windows contains trees with Job Objects
     raise ImportError("guarded spawns are POSIX only")
 
+import asyncio
 import contextlib
 import fcntl
 import functools
@@ -262,7 +263,12 @@ def _rights(fds: Sequence[int]) -> tuple[int, int, bytes]:
 
 
 class _Link:
-    """This side of one guard's control socket, and the facts it has reported."""
+    """This side of one guard's control socket, and the facts it has reported.
+
+    While anyone has waited on it, the socket stays registered with the loop: each message is
+    applied as it arrives and wakes only the waiters whose condition it made true, so a wait
+    costs no registration, no lock and no failed read.
+    """
 
     def __init__(self, sock: socket.socket) -> None:
         sock.setblocking(False)
@@ -273,17 +279,12 @@ class _Link:
         self.returncode: int | None = None
         self.gone = False
         self.closed = False
-        # No yield to the loop when nobody else is reading: a wait costs one wake-up, not two.
-        self._reading = anyio.Lock(fast_acquire=True)
-        self._sleepers: set[anyio.CancelScope] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """Set while the socket is registered for reading."""
+        self._waiters: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
 
     def poll(self) -> None:
-        """Applies every message already received (never blocks).
-
-        A message read here may be the one a task sleeping in `until` waits for: every sleeper
-        is woken to re-check its condition, so a fact is never consumed out from under a waiter.
-        """
-        applied = False
+        """Applies every message already received (never blocks)."""
         while not self.closed:
             try:
                 data = self.sock.recv(256)
@@ -292,14 +293,23 @@ class _Link:
             except OSError:
                 data = b""
             self._apply(data)
-            applied = True
-        if applied:
-            for sleeper in self._sleepers:
-                sleeper.cancel()
+        self._wake()
+
+    def _on_readable(self) -> None:
+        # One message per call: readiness is level-triggered, so the next one calls again.
+        try:
+            data = self.sock.recv(256)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        self._apply(data)
+        self._wake()
 
     def _apply(self, data: bytes) -> None:
         if not data:
             self.closed = True
+            self._unregister()
             if self.pid is None and self.refused is None:
                 self.refused = "os-error"
             return
@@ -316,22 +326,44 @@ class _Link:
             elif kind == "gone":
                 self.gone = True
 
-    async def until(self, done: Callable[[], bool]) -> None:
-        """Reads messages until `done()` holds or the guard closed the socket (cancellable)."""
-        self.poll()
+    def _wake(self) -> None:
+        for done, waiter in self._waiters:
+            if (self.closed or done()) and not waiter.done():
+                waiter.set_result(None)
+
+    def _register(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is None:
+            loop = asyncio.get_running_loop()
+            loop.add_reader(self.sock.fileno(), self._on_readable)
+            self._loop = loop
+        return loop
+
+    def _unregister(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is not None and not loop.is_closed():
+            loop.remove_reader(self.sock.fileno())
+
+    async def until(self, done: Callable[[], bool]) -> bool:
+        """Waits until `done()` holds or the guard closed the socket (cancellable).
+
+        Returns whether it waited: a wait is a schedule point, an answer already in hand is not.
+        """
+        if done() or self.closed:
+            return False
+        if self._loop is None:
+            self.poll()  # what came before the registration
+        waited = False
         while not done() and not self.closed:
-            async with self._reading:
-                # A reader we waited for applied what it read; readiness is level-triggered,
-                # so whatever came after that still wakes the wait below at once.
-                if done() or self.closed:
-                    return
-                with anyio.CancelScope() as sleeper:
-                    self._sleepers.add(sleeper)
-                    try:
-                        await anyio.wait_readable(self.sock)
-                    finally:
-                        self._sleepers.discard(sleeper)
-                self.poll()
+            waiter = self._register().create_future()
+            entry = (done, waiter)
+            self._waiters.append(entry)
+            try:
+                await waiter
+            finally:
+                self._waiters.remove(entry)
+            waited = True
+        return waited
 
     def send(self, command: str) -> None:
         """Sends a command to the guard; a guard that is gone needs none."""
@@ -346,6 +378,7 @@ class _Link:
             self.sock.shutdown(socket.SHUT_WR)
 
     def close(self) -> None:
+        self._unregister()
         self.closed = True
         self.sock.close()
 
@@ -353,6 +386,7 @@ class _Link:
         """Done with this run: a guard that reported "gone" is reused, any other hung up on."""
         if self.sock.fileno() < 0:
             return
+        self._unregister()
         if not self.gone:
             self.poll()
         reusable = self.gone and not self.closed
@@ -524,15 +558,15 @@ def _environment_text(env: Mapping[str, str]) -> bytes:
     return text
 
 
-def _pipe(*, large: bool = False) -> tuple[int, int]:
-    read_fd, write_fd = os.pipe()
-    if large:
-        # Output pipes: fewer wake-ups for a flooding child with a 1 MiB buffer (the
-        # unprivileged maximum). stdin keeps the default, so a child that stops reading
-        # blocks its writer as soon as it always did.
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(read_fd, _F_SETPIPE_SZ, _PIPE_BYTES)
-    return read_fd, write_fd
+def _enlarge(read_fd: int) -> None:
+    """Gives an output pipe a 1 MiB buffer (the unprivileged maximum).
+
+    Fewer wake-ups for a flooding child, and a short command's output fits while nobody reads
+    yet. stdin keeps the default, so a child that stops reading blocks its writer as soon as
+    it always did. Done once the request is out: the guard's spawn overlaps it.
+    """
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(read_fd, _F_SETPIPE_SZ, _PIPE_BYTES)
 
 
 async def spawn_guarded(
@@ -559,17 +593,17 @@ async def spawn_guarded(
     host_fds: dict[str, int] = {}
     try:
         if stdin == "pipe":
-            read_fd, host_fds["stdin"] = _pipe()
+            read_fd, host_fds["stdin"] = os.pipe()
             child_fds.append(read_fd)
         else:
             child_fds.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
         if stdout == "pipe":
-            host_fds["stdout"], write_fd = _pipe(large=True)
+            host_fds["stdout"], write_fd = os.pipe()
             child_fds.append(write_fd)
         else:
             child_fds.append(os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC))
         if stderr == "pipe":
-            host_fds["stderr"], write_fd = _pipe(large=True)
+            host_fds["stderr"], write_fd = os.pipe()
             child_fds.append(write_fd)
         elif stderr == "devnull":
             child_fds.append(os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC))
@@ -602,14 +636,18 @@ async def spawn_guarded(
     finally:
         for fd in child_fds:
             os.close(fd)
+    # Everything from here on overlaps the guard's spawn: the request is already out.
+    for name in ("stdout", "stderr"):
+        if name in host_fds:
+            _enlarge(host_fds[name])
     link = _Link(ours)
     try:
         for listener in request_listeners:
             listener()
-        await link.until(lambda: link.pid is not None or link.refused is not None)
-        # A cancel requested while the guard was starting the command is delivered here,
-        # even when the answer was already waiting: the abort below is the quickest end.
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        if not await link.until(lambda: link.pid is not None or link.refused is not None):
+            # A cancel requested while the guard was starting the command is delivered here,
+            # even when the answer was already waiting: the abort below is the quickest end.
+            await anyio.lowlevel.checkpoint_if_cancelled()
     except BaseException:
         # Cancelled or interrupted while the guard starts the command: it is already owned.
         link.hang_up()

@@ -17,6 +17,7 @@ import collections
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from typing import Final
 
 import anyio
@@ -28,6 +29,9 @@ READ_BYTES: Final = 256 * 1024
 
 BUFFER_LIMIT: Final = 1024 * 1024
 """Reading pauses while this many bytes wait unread (the buffer's bound, plus one read)."""
+
+DRAIN_LIMIT: Final = 4 * 1024 * 1024
+"""Most bytes `drain_ended` reads in one call: more than two full 1 MiB pipes."""
 
 
 class PipeReader(anyio.abc.ByteReceiveStream):
@@ -67,6 +71,27 @@ class PipeReader(anyio.abc.ByteReceiveStream):
             await anyio.lowlevel.cancel_shielded_checkpoint()
         return data
 
+    def receive_nowait(self, max_bytes: int = 65536) -> bytes:
+        """What is buffered or readable right now, without waiting or yielding.
+
+        Raises:
+            anyio.WouldBlock: nothing is available yet.
+            anyio.EndOfStream: every writer is gone and everything was read.
+            anyio.ClosedResourceError: this end was closed.
+            anyio.BrokenResourceError: the read failed.
+        """
+        if not self._chunks:
+            self._on_readable()
+            if not self._chunks:
+                if self._fd < 0:
+                    raise anyio.ClosedResourceError
+                if self._error is not None:
+                    raise anyio.BrokenResourceError from self._error
+                if self._eof:
+                    raise anyio.EndOfStream
+                raise anyio.WouldBlock
+        return self._take(max_bytes)
+
     def close(self) -> None:
         """Unregisters and closes the descriptor now; a waiting `receive()` raises
         `ClosedResourceError`."""
@@ -105,6 +130,8 @@ class PipeReader(anyio.abc.ByteReceiveStream):
             loop.remove_reader(self._fd)
 
     def _on_readable(self) -> None:
+        if self._fd < 0 or self._eof or self._error is not None:
+            return
         try:
             data = os.read(self._fd, READ_BYTES)
         except (BlockingIOError, InterruptedError):
@@ -127,3 +154,25 @@ class PipeReader(anyio.abc.ByteReceiveStream):
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+
+def drain_ended(stream: object, feed: Callable[[bytes], None]) -> bool:
+    """Feeds what a pipe whose writers are gone still holds to `feed`, without waiting.
+
+    True when the stream reached its end. False when more may still come or the stream is not
+    a `PipeReader` (it cannot be read without waiting); what was read was fed all the same.
+    At most `DRAIN_LIMIT` bytes are read, so a writer outside the tree cannot hold the loop.
+    """
+    if not isinstance(stream, PipeReader):
+        return False
+    budget = DRAIN_LIMIT
+    try:
+        while budget > 0:
+            data = stream.receive_nowait(READ_BYTES)
+            budget -= len(data)
+            feed(data)
+    except anyio.EndOfStream:
+        return True
+    except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass
+    return False

@@ -138,7 +138,8 @@ class ManagedProcess:
         self._guarded = _guarded_of(process)
         self._tree = tree
         self._terminated = False
-        self._terminate_lock = anyio.Lock()
+        self._terminate_lock: anyio.Lock | None = None
+        """Made by the first ladder that runs: most trees are reported gone before any."""
 
     @property
     def pid(self) -> int:
@@ -236,6 +237,8 @@ class ManagedProcess:
         if self.confirmed_gone():
             return True
         with anyio.CancelScope(shield=True):
+            if self._terminate_lock is None:
+                self._terminate_lock = anyio.Lock()
             async with self._terminate_lock:
                 if not self._terminated:
                     self._terminated = await self._ladder(
@@ -297,9 +300,7 @@ class ManagedProcess:
         return True
 
 
-def _check_spawnable(argv: Sequence[str], cwd: Path | None) -> None:
-    if not argv:
-        raise SpawnError("not-found")
+def _check_cwd(cwd: Path | None) -> None:
     if cwd is not None and not os.path.isdir(cwd):
         raise SpawnError("bad-cwd")
 
@@ -349,12 +350,15 @@ async def open_managed_process(
         env = argv.environment() if env is None else env
         argv = argv.argv
     cwd_path = cwd if cwd is None or isinstance(cwd, Path) else Path(cwd)
-    _check_spawnable(argv, cwd_path)
-    stderr_arg = _STDIO[stderr] if isinstance(stderr, str) else stderr
+    if not argv:
+        raise SpawnError("not-found")
     if _guard_available():
+        # The guard's own `chdir` refuses a bad cwd before anything runs.
         process = await _spawn_guarded(argv, cwd_path, env, stdin, stdout, stderr)
         tree = None
     else:
+        _check_cwd(cwd_path)
+        stderr_arg = _STDIO[stderr] if isinstance(stderr, str) else stderr
         process, job = await _spawn_direct(argv, cwd_path, env, stdin, stdout, stderr_arg)
         tree = ProcessTree(process.pid, leader_pgid(process.pid), job)
     # No await between the spawn and the try: a cancel in that gap would leak the process.
