@@ -14,6 +14,8 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
+from model_agent import _process_tool as process_tool
+from model_agent._output_buffer import HeadTailBuffer
 from model_agent._process_tool import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
@@ -318,6 +320,66 @@ async def test_a_command_ignoring_sigterm_is_killed(workspace: Path) -> None:
             await wait_for_file(workspace / "ready")
             cancel.cancel()
     assert result_of(result[0]) == plain("cancelled", "armed\n", exit_code=None, signal="SIGKILL")
+
+
+# --- the quiet window -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pumps(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every pump task a call starts, by the stream it reads."""
+    started: list[object] = []
+
+    async def counted(
+        stream: anyio.abc.ByteReceiveStream | None, streams: _Streams, buffer: HeadTailBuffer
+    ) -> None:
+        started.append(stream)
+        await _pump(stream, streams, buffer)
+
+    monkeypatch.setattr(process_tool, "_pump", counted)
+    return started
+
+
+async def test_a_tree_that_ends_within_the_quiet_window_needs_no_pump_task(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, pumps: list[object]
+) -> None:
+    """Its output waited in the pipes and is read once; a command still running when the window
+    closes, or one whose background job outlives it, gets both pumps."""
+    monkeypatch.setattr(process_tool, "QUIET_SECONDS", 60.0)  # ends within it under any load
+    with anyio.fail_after(30):
+        outcome = await make_tool().call(
+            {"command": "printf out; printf err >&2; exit 3"}, make_context(workspace)
+        )
+        assert result_of(outcome) == plain("completed_nonzero", "out", stderr="err", exit_code=3)
+        assert pumps == []
+        outcome = await make_tool().call(
+            {"command": "sleep 1000 & echo done"}, make_context(workspace)
+        )
+        assert result_of(outcome) == plain("completed", "done\n")
+        assert len(pumps) == 2
+        monkeypatch.setattr(process_tool, "QUIET_SECONDS", 0.0)  # closed before it can end
+        outcome = await make_tool().call(
+            {"command": "sleep 0.2; printf out"}, make_context(workspace)
+        )
+        assert result_of(outcome) == plain("completed", "out")
+        assert len(pumps) == 4
+
+
+async def test_output_that_fills_the_pipes_within_the_quiet_window_is_all_kept(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, pumps: list[object]
+) -> None:
+    """More than a pipe holds: the writer waits for the window to close, then the pumps."""
+    monkeypatch.setattr(process_tool, "QUIET_SECONDS", 0.5)
+    command = "head -c 3000000 /dev/zero; head -c 2500000 /dev/zero >&2"
+    with anyio.fail_after(30):
+        outcome = await make_tool().call({"command": command}, make_context(workspace))
+    data = result_of(outcome)
+    assert (data["status"], data["stdoutTotalBytes"], data["stderrTotalBytes"]) == (
+        "completed",
+        3_000_000,
+        2_500_000,
+    )
+    assert len(pumps) == 2
 
 
 # --- background jobs, escaped grandchildren and stdin -----------------------------------------

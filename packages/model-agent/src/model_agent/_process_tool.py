@@ -31,6 +31,7 @@ from subagent_core import (
     ProcessOutcome,
     SpawnError,
     child_env,
+    drain_ended,
     open_managed_process,
 )
 
@@ -67,8 +68,14 @@ _STATUS: dict[_Reason, ProcessState] = {
     "exit": "completed",
 }
 
+_RESULT_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
 _READ_BYTES = 256 * 1024
 """One read of a pipe: the event loop's own read size, so a flood costs few wake-ups."""
+
+QUIET_SECONDS = 0.01
+"""How long a command runs before pump tasks read its output: a short command's output waits
+in its pipes and is read once it has ended, with no task started for it."""
 
 _NON_INTERACTIVE_POSIX: dict[str, str | None] = {
     "PAGER": "cat",
@@ -302,20 +309,18 @@ class ProcessExecuteTool:
             return self._fail(str(error))
         if context.cancel.cancelled or context.state != "active":
             return self._fail("process_execute refused: the request is no longer active")
-        shown = "." if cwd == context.workspace else cwd.relative_to(context.workspace).as_posix()
-        return await self._run(shell, parsed, cwd, shown, context.cancel)
+        return await self._run(shell, parsed, cwd, context.workspace, context.cancel)
 
     async def _run(
         self,
         shell: str,
         parsed: ProcessArguments,
         cwd: Path,
-        shown_cwd: str,
+        workspace: Path,
         cancel: CancelSignal,
     ) -> ToolOutcome:
         self._enter("starting")
         env = process_environment()
-        streams = _Streams()
         started = anyio.current_time()
         try:
             async with open_managed_process(
@@ -330,9 +335,12 @@ class ProcessExecuteTool:
                 kill_grace_seconds=self._kill_grace,
             ) as proc:
                 self._enter("running")
+                # Prepared while the command runs, not after it.
+                streams = _Streams()
+                shown_cwd = "." if cwd == workspace else cwd.relative_to(workspace).as_posix()
                 # Cancelled from outside (not by the signal), the managed process still tears
                 # the whole tree down on the way out, escapees included.
-                reason = await self._supervise(proc, parsed, cancel, streams)
+                reason = await self._supervise(proc, parsed, cancel, streams, started)
                 outcome = proc.outcome
         except SpawnError as error:
             return self._fail(f"process_execute could not start the shell ({error.reason})")
@@ -357,7 +365,7 @@ class ProcessExecuteTool:
             "cwd": shown_cwd,
         }
         is_error = status not in ("completed", "completed_nonzero")
-        return ToolOutcome(json.dumps(result, ensure_ascii=False), is_error=is_error)
+        return ToolOutcome(_RESULT_ENCODER.encode(result), is_error=is_error)
 
     async def _supervise(
         self,
@@ -365,20 +373,25 @@ class ProcessExecuteTool:
         parsed: ProcessArguments,
         cancel: CancelSignal,
         streams: _Streams,
+        started: float,
     ) -> _Reason:
         """Races exit, timeout, cancel and output failure; then tears down, bounded.
 
-        Two pump tasks read the pipes and this task itself waits for the exit: no watcher task,
+        A command whose tree ends within the quiet window is done after one wait. Past it, two
+        pump tasks read the pipes and this task itself waits for the exit: no watcher task,
         and no event unless something has to wait for another. The committed reason is the
         strongest of those that ended the wait.
         """
+        deadline = started + parsed.timeout_ms / 1000
+        if await _ended_quietly(proc, min(deadline, started + QUIET_SECONDS), cancel, streams):
+            self._enter(_status("exit", proc.outcome))
+            return "exit"
         reason: _Reason | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(_pump, proc.stdout, streams, streams.stdout)
             tg.start_soon(_pump, proc.stderr, streams, streams.stderr)
             exited = False
             # One scope for the timeout and an output failure (the pumps cancel it).
-            deadline = anyio.current_time() + parsed.timeout_ms / 1000
             with anyio.CancelScope(deadline=deadline) as race:
                 streams.race = race
                 if not streams.failed:
@@ -433,6 +446,30 @@ class ProcessExecuteTool:
             with anyio.CancelScope(deadline=kill_end, shield=True):
                 await streams.wait_drained()
         return gone
+
+
+async def _ended_quietly(
+    proc: ManagedProcess, quiet_end: float, cancel: CancelSignal, streams: _Streams
+) -> bool:
+    """True when the whole tree ended by `quiet_end` and both pipes were read to their end:
+    the common short command, finished with one wait and no pump task.
+
+    Until then the output waits in the pipes (1 MiB each). Past the window, on a cancel or a
+    timeout, or while anything of the tree lives on, the pumps take over; nothing read here
+    is lost, it is already in the buffers.
+    """
+    exited = False
+    with cancel.cancel_scope(deadline=quiet_end):
+        await proc.wait()
+        exited = True
+    if not exited or cancel.cancelled or proc.tree_alive():
+        return False
+    # Both pipes, even when the first is not at its end yet.
+    ended = drain_ended(proc.stdout, streams.stdout.feed)
+    if drain_ended(proc.stderr, streams.stderr.feed) and ended:
+        streams.open = 0
+        return True
+    return False
 
 
 def _status(reason: _Reason, outcome: ProcessOutcome | None) -> ProcessState:
