@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import anyio
 import psutil
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
-from subagent_core import open_managed_process
+from subagent_core import child_env, open_managed_process
 from subagent_core.testing import (
     become_subreaper,
+    guarded_round_trip,
     kill_leaks,
     leaked_processes,
+    live_descendants,
     live_group_members,
     track_spawns,
 )
@@ -66,3 +69,16 @@ async def test_an_orphaned_grandchild_stays_contained_reported_and_killed(
             assert leaked_processes([proc.pid]) == []
             assert not psutil.pid_exists(grandchild)  # killed and reaped, not left a zombie
             assert await proc.terminate(0.0, 0.0, 5.0) is True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="guards are Linux")
+def test_the_guarded_round_trip_reports_the_exit_code_and_leaves_nothing(tmp_path: Path) -> None:
+    """The floor benchmarks measure against: a real guard, its tree gone before it returns."""
+    env = child_env({})
+    assert guarded_round_trip(["/bin/sh", "-c", "exit 3"], cwd=tmp_path, env=env) == 3
+    assert (
+        guarded_round_trip(["/bin/sh", "-c", "echo out; echo err >&2"], cwd=tmp_path, env=env) == 0
+    )
+    with pytest.raises(RuntimeError):
+        guarded_round_trip(["/nonexistent/program"], cwd=tmp_path, env=env)
+    assert live_descendants() == []

@@ -229,6 +229,11 @@ _SERVER = _GuardServer()
 os.register_at_fork(after_in_child=_SERVER.forget)
 
 
+def guard_server() -> _GuardServer:
+    """This process's connection to its guard server (for the blocking floor in testing)."""
+    return _SERVER
+
+
 def guard_server_pid() -> int | None:
     """The pid of this process's guard server, if one runs (test support excludes it)."""
     return _SERVER.pid
@@ -543,7 +548,7 @@ class GuardedProcess(anyio.abc.Process):
 _last_environment: tuple[dict[str, str], bytes] = ({}, b"{}")
 
 
-def _environment_text(env: Mapping[str, str]) -> bytes:
+def environment_text(env: Mapping[str, str]) -> bytes:
     """`env` as the request's JSON; encoded once while spawns keep passing the same one.
 
     The guard also decodes an unchanged text only once. JSON never holds a raw NUL, so the
@@ -617,7 +622,7 @@ async def spawn_guarded(
             # Always explicit: a reused guard keeps the directory of its previous run.
             "cwd": os.getcwd() if cwd is None else str(cwd),
         }
-        environment = _environment_text(dict(os.environ) if env is None else env)
+        environment = environment_text(dict(os.environ) if env is None else env)
         payload = json.dumps(header).encode() + b"\0" + environment
         if len(payload) <= _INLINE_REQUEST_BYTES:
             ours = _SERVER.send(b"R", payload, child_fds)

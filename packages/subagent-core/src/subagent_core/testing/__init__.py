@@ -24,6 +24,7 @@ import psutil
 from subagent_core._process import spawn_listeners
 from subagent_core._process_tree import ProcessTree
 
+from ._guard_floor import guarded_round_trip as guarded_round_trip
 from ._import_graph import find_cycle as find_cycle
 from ._import_graph import import_graph as import_graph
 from ._sshd import TestSSHD as TestSSHD
