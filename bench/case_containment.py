@@ -21,7 +21,7 @@ import anyio
 from _context import PYTHON, BenchError, Context
 from _report import Section, Target
 from _timing import paired, process_subject, ratios
-from case_process import subprocess_true, subprocess_true_captured, tool_true
+from case_process import guarded_floor, subprocess_true, subprocess_true_captured, tool_true
 from subagent_core import open_managed_process
 
 GUARD = Path(sys.modules["subagent_core"].__file__ or "").with_name("guard.py")
@@ -105,7 +105,9 @@ async def containment(ctx: Context) -> list[Section]:
         notes=[
             '`process_execute` with `true` vs `subprocess.run(["/bin/bash", "-c", "true"])`; '
             "the same call with `capture_output=True` (both streams kept, as the tool keeps "
-            "them) is context beside the target.",
+            "them) is context beside the target, and so is the guard's floor: the same "
+            "command through a guard with a blocking client and no event loop "
+            "(`subagent_core.testing.guarded_round_trip`), what any contained spawn costs.",
         ],
     )
     found = await paired(
@@ -113,6 +115,7 @@ async def containment(ctx: Context) -> list[Section]:
             "tool": tool_true(ctx),
             "subprocess": subprocess_true,
             "captured": subprocess_true_captured,
+            "floor": guarded_floor(ctx),
         },
         warmup=ctx.reps(5, 2),
         repeat=ctx.reps(40, 10),
@@ -129,6 +132,12 @@ async def containment(ctx: Context) -> list[Section]:
     tool.add(
         "process_execute / subprocess.run, capture_output=True",
         ratios(found["tool"], found["captured"]),
+        "×",
+    )
+    tool.add("guarded round trip of bash -c true", found["floor"].scaled(1000), "ms")
+    tool.add(
+        "guarded round trip / subprocess.run (the guard's floor)",
+        ratios(found["floor"], found["subprocess"]),
         "×",
     )
 

@@ -3,7 +3,8 @@
 Baselines are what a user would otherwise write: the same producer piped into `cat >
 /dev/null`, and `subprocess.run(["/bin/bash", "-c", "true"])`, also with `capture_output=True`
 (`tool_true` / `subprocess_true` / `subprocess_true_captured`, measured in the `containment`
-case beside the guard's own cost, so the suite times them once).
+case beside the guard's own cost, so the suite times them once), and the guard's floor for the
+same command (`guarded_floor`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from _context import BENCH, PYTHON, BenchError, Context
 from _report import Section, Target
 from _timing import Sample, Subject, paired, ratios
 from model_agent import ProcessExecuteTool, RequestContext
-from subagent_core import CancelSignal
+from subagent_core import CancelSignal, child_env
+from subagent_core.testing import guarded_round_trip
 
 FLOOD_BYTES = 1_000_000_000
 QUICK_FLOOD_BYTES = 100_000_000
@@ -65,6 +67,21 @@ async def subprocess_true_captured() -> float:
     started = time.perf_counter()
     subprocess.run(["/bin/bash", "-c", "true"], check=True, capture_output=True)  # noqa: ASYNC221
     return time.perf_counter() - started
+
+
+def guarded_floor(ctx: Context) -> Subject:
+    """`bash -c true` through a guard with a blocking client: the least a contained spawn costs."""
+    env = child_env({})
+
+    async def subject() -> float:
+        started = time.perf_counter()
+        code = guarded_round_trip(["/bin/bash", "-c", "true"], cwd=ctx.work, env=env)
+        elapsed = time.perf_counter() - started
+        if code != 0:
+            raise BenchError("the guarded round trip of `true` did not exit 0")
+        return elapsed
+
+    return subject
 
 
 def flood_subject(ctx: Context, mode: str, size: int, rss: list[float]) -> Subject:
