@@ -119,6 +119,49 @@ async def test_a_grandchild_holding_stdout_while_the_leader_exits_is_gone(
                 await stdout.receive()
 
 
+def pidfd_targets(pid: int) -> list[int]:
+    """The pids that process `pid` holds a pidfd for."""
+    found: list[int] = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:[pidfd]":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as info:
+                found.extend(int(line.split()[1]) for line in info if line.startswith("Pid:"))
+        except OSError:
+            continue
+    return found
+
+
+def catches(pid: int, signum: int) -> bool:
+    """Whether process `pid` has a handler for `signum` (`SigCgt` in its status)."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (signum - 1)))
+    return False
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="needs pidfd_open (Linux 5.3)")
+async def test_the_guard_waits_on_the_leaders_pidfd_and_on_sigchld_only_for_escapees() -> None:
+    """While the leader lives its guard holds a pidfd for it and no SIGCHLD handler; once the
+    leader is gone and an escapee remains, SIGCHLD tells the guard when the tree ends."""
+    with anyio.fail_after(30):
+        argv = ["sh", "-c", "sleep 30 & echo ready; read line; exit 3"]
+        async with open_managed_process(argv) as proc:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            await BufferedByteReceiveStream(proc.stdout).receive_until(b"\n", 64)
+            guard = psutil.Process(proc.pid).ppid()
+            assert pidfd_targets(guard) == [proc.pid]
+            assert not catches(guard, signal.SIGCHLD)
+            await proc.stdin.send(b"go\n")
+            assert await proc.wait() == ProcessOutcome(exit_code=3, signal=None)
+            await poll_until(lambda: catches(guard, signal.SIGCHLD))
+            assert proc.tree_alive()
+            assert await proc.terminate() is True
+
+
 async def test_a_waiter_parked_on_the_leader_exit_wakes_when_another_reader_takes_the_fact() -> (
     None
 ):

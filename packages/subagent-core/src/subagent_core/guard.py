@@ -19,7 +19,8 @@ Two modes:
   is handed to it, so a spawn costs no interpreter start. Each request carries a control
   socket; that run's guard answers `pid N` or `error REASON`, later `exit RC` (the leader's
   returncode) and `gone` (no process of the tree is left; then it exits); facts learnt at
-  the same moment share one message, one per line. It obeys `term`,
+  the same moment share one message, one per line. The guard learns of the leader's exit
+  from a pidfd (Linux ≥ 5.3), and listens for SIGCHLD only while other members remain. It obeys `term`,
   `kill` and `signal N` (the leader alone). When the control socket closes — the owner
   finished, or died by any signal, SIGKILL included — it SIGKILLs the whole tree and exits
   once every member is reaped. A guard's orphans (a hostile child killed its guard) re-parent
@@ -214,14 +215,22 @@ def _reason(error: OSError | None) -> str:
 
 
 class _Wakeup:
-    """SIGCHLD (and the guard's own stop signals) as readable bytes on a pipe."""
+    """SIGCHLD (while listened for) and the guard's own stop signals as bytes on a pipe."""
 
-    def __init__(self, stop_signals: tuple[int, ...] = ()) -> None:
+    def __init__(self, stop_signals: tuple[int, ...] = (), *, children: bool = True) -> None:
         self.read_fd, self.write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
-        signal.signal(signal.SIGCHLD, _ignore)
+        self.children = not children
+        self.listen(children=children)
         for sig in stop_signals:
             signal.signal(sig, _ignore)
+
+    def listen(self, *, children: bool) -> None:
+        """Whether a child's exit writes a byte. Off, SIGCHLD has its default action: it
+        interrupts nothing and runs no handler, and an exited child still waits to be reaped."""
+        if children != self.children:
+            signal.signal(signal.SIGCHLD, _ignore if children else signal.SIG_DFL)
+            self.children = children
 
     def drain(self) -> bytes:
         data = b""
@@ -291,12 +300,47 @@ def _run_one(
     if isinstance(leader, str):
         _send(ctl, f"error {leader}")
         return True
-    _send(ctl, f"pid {leader}")
-    ctl.setblocking(False)
+    # The leader's exit wakes us through its pidfd, with no signal handler on the way. Only
+    # once it is gone and other members of the tree remain (or without a pidfd) does SIGCHLD
+    # wake us, for each exit that may be the last.
+    exit_fd = _exit_fd(leader)
+    try:
+        if exit_fd >= 0:
+            selector.register(exit_fd, selectors.EVENT_READ)
+        wakeup.listen(children=exit_fd < 0)
+        _send(ctl, f"pid {leader}")
+        ctl.setblocking(False)
+        return _supervise(ctl, leader, exit_fd, wakeup, selector)
+    finally:
+        # Quiet until the next run's leader is gone: nothing can write a byte after this drain.
+        wakeup.listen(children=False)
+        wakeup.drain()
+        if exit_fd >= 0 and exit_fd in selector.get_map():
+            selector.unregister(exit_fd)
+        _close_all((exit_fd,))
+
+
+def _exit_fd(pid: int) -> int:
+    """A pidfd that turns readable when `pid` exits; -1 where the kernel has none (< 5.3)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return -1
+
+
+def _supervise(
+    ctl: socket.socket,
+    leader: int,
+    exit_fd: int,
+    wakeup: _Wakeup,
+    selector: selectors.BaseSelector,
+) -> bool:
+    """Reports the leader's exit and the tree's end, obeys the owner; see `_run_one`."""
     leader_alive = True
     owner_gone = False
     while True:
-        wakeup.drain()
+        if wakeup.children:
+            wakeup.drain()
         exited, remaining = reap()
         facts = [f"exit {code}" for pid, code in exited if pid == leader]
         leader_alive = leader_alive and not facts
@@ -309,6 +353,12 @@ def _run_one(
             _send(ctl, "\n".join(facts))
         if done:
             return not owner_gone
+        if not leader_alive and not wakeup.children:
+            # A reaped pid's pidfd stays readable: from here on SIGCHLD tells of the rest. Look
+            # again at once, since an exit before the handler existed sent nothing.
+            selector.unregister(exit_fd)
+            wakeup.listen(children=True)
+            continue
         if owner_gone:
             signal_tree(signal.SIGKILL)
         timeout = _KILL_RETRY_SECONDS if owner_gone else None
@@ -369,7 +419,7 @@ def _next_request(ctl: socket.socket) -> tuple[dict[str, object], tuple[int, int
 def _serve(ctl: socket.socket, request: dict[str, object], stdio: tuple[int, int, int]) -> None:
     """A guard's life: one run after another over the same control socket, until EOF."""
     become_subreaper()
-    wakeup = _Wakeup()
+    wakeup = _Wakeup(children=False)
     selector = selectors.DefaultSelector()
     selector.register(ctl, selectors.EVENT_READ)
     selector.register(wakeup.read_fd, selectors.EVENT_READ)
