@@ -53,12 +53,7 @@ class PipeReader(anyio.abc.ByteReceiveStream):
         await anyio.lowlevel.checkpoint_if_cancelled()
         waited = False
         while not self._chunks:
-            if self._fd < 0:
-                raise anyio.ClosedResourceError
-            if self._error is not None:
-                raise anyio.BrokenResourceError from self._error
-            if self._eof:
-                raise anyio.EndOfStream
+            self._raise_if_ended()
             self._register()
             waiter = self._waiter = asyncio.get_running_loop().create_future()
             try:
@@ -83,14 +78,18 @@ class PipeReader(anyio.abc.ByteReceiveStream):
         if not self._chunks:
             self._on_readable()
             if not self._chunks:
-                if self._fd < 0:
-                    raise anyio.ClosedResourceError
-                if self._error is not None:
-                    raise anyio.BrokenResourceError from self._error
-                if self._eof:
-                    raise anyio.EndOfStream
+                self._raise_if_ended()
                 raise anyio.WouldBlock
         return self._take(max_bytes)
+
+    def _raise_if_ended(self) -> None:
+        """With nothing buffered: raises what ended the stream, if anything did."""
+        if self._fd < 0:
+            raise anyio.ClosedResourceError
+        if self._error is not None:
+            raise anyio.BrokenResourceError from self._error
+        if self._eof:
+            raise anyio.EndOfStream
 
     def close(self) -> None:
         """Unregisters and closes the descriptor now; a waiting `receive()` raises
