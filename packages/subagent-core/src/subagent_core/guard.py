@@ -20,8 +20,8 @@ Two modes:
   socket; that run's guard answers `pid N` or `error REASON`, later `exit RC` (the leader's
   returncode) and `gone` (no process of the tree is left; then it exits); facts learnt at
   the same moment share one message, one per line. The guard learns of the leader's exit
-  from a pidfd (Linux ≥ 5.3), and listens for SIGCHLD only while other members remain. It obeys `term`,
-  `kill` and `signal N` (the leader alone). When the control socket closes — the owner
+  from a pidfd (Linux ≥ 5.3), and listens for SIGCHLD only while other members remain. It
+  obeys `term`, `kill` and `signal N` (the leader alone). When the control socket closes — the owner
   finished, or died by any signal, SIGKILL included — it SIGKILLs the whole tree and exits
   once every member is reaped. A guard's orphans (a hostile child killed its guard) re-parent
   to the server, which kills them.
