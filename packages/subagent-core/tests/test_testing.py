@@ -79,6 +79,8 @@ def test_the_guarded_round_trip_reports_the_exit_code_and_leaves_nothing(tmp_pat
     assert (
         guarded_round_trip(["/bin/sh", "-c", "echo out; echo err >&2"], cwd=tmp_path, env=env) == 0
     )
+    flood = "head -c 3000000 /dev/zero; head -c 3000000 /dev/zero >&2; exit 4"
+    assert guarded_round_trip(["/bin/sh", "-c", flood], cwd=tmp_path, env=env) == 4
     with pytest.raises(RuntimeError):
         guarded_round_trip(["/nonexistent/program"], cwd=tmp_path, env=env)
     assert live_descendants() == []

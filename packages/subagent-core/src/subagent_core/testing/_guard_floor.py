@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,8 +24,8 @@ else:
     def guarded_round_trip(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> int:
         """Runs `argv` under a guard until the guard reports its tree gone; the leader's exit code.
 
-        Blocking, Linux only. stdin is /dev/null; stdout and stderr are pipes read once at the end
-        (keep the output under a pipe's 64 KiB).
+        Blocking, Linux only. stdin is /dev/null; stdout and stderr are pipes, read and discarded
+        as they fill, so a flooding command cannot stall it and nothing is kept.
 
         Raises:
             RuntimeError: the guard refused the command or went away.
@@ -42,20 +43,23 @@ else:
             for fd in (stdin, out_write, err_write):
                 os.close(fd)
         code: int | None = None
+        watched = [ctl.fileno(), out_read, err_read]
         try:
-            ctl.setblocking(True)
-            while True:
-                message = ctl.recv(256).decode("ascii", "replace")
-                if not message or message.startswith("error"):
-                    raise RuntimeError("the guard refused the command or went away")
-                for line in message.split("\n"):
-                    kind, _, value = line.partition(" ")
-                    if kind == "exit":
-                        code = int(value)
-                if message.endswith("gone"):
-                    break
-            os.read(out_read, 65536)
-            os.read(err_read, 65536)
+            gone = False
+            while not gone:
+                for fd in select.select(watched, [], [])[0]:
+                    if fd != ctl.fileno():
+                        if not os.read(fd, 65536):
+                            watched.remove(fd)
+                        continue
+                    message = ctl.recv(256).decode("ascii", "replace")
+                    if not message or message.startswith("error"):
+                        raise RuntimeError("the guard refused the command or went away")
+                    for line in message.split("\n"):
+                        kind, _, value = line.partition(" ")
+                        if kind == "exit":
+                            code = int(value)
+                    gone = message.endswith("gone")
         except BaseException:
             ctl.close()
             raise
