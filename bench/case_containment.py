@@ -22,7 +22,7 @@ from _context import PYTHON, BenchError, Context
 from _report import Section, Target
 from _timing import paired, process_subject, ratios
 from case_process import guarded_floor, subprocess_true, subprocess_true_captured, tool_true
-from subagent_core import open_managed_process
+from subagent_core.kit import open_managed_process
 
 GUARD = Path(sys.modules["subagent_core"].__file__ or "").with_name("guard.py")
 DEAF = """

@@ -9,7 +9,8 @@ from pathlib import Path
 import anyio
 import anyio.abc
 from harness._demo.bodies import SECRET
-from subagent_core import child_env, open_managed_process
+from subagent_core import child_env
+from subagent_core.kit import open_managed_process
 
 
 async def _harness(args: list[str], *, cwd: Path | None = None) -> tuple[int | None, str, str]:

@@ -10,7 +10,8 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
-from subagent_core import child_env, open_managed_process
+from subagent_core import child_env
+from subagent_core.kit import open_managed_process
 
 RULES = [
     {"match": "DELEGATE-OK", "replies": [{"text": "Delegated and done.", "chunks": 2}]},

@@ -30,8 +30,8 @@ from subagent_core import (
     SubagentRequest,
     SubagentStartError,
     child_env,
-    open_managed_process,
 )
+from subagent_core.kit import open_managed_process
 from subagent_core.testing import TestSSHD, open_test_sshd, sshd_available
 from subagent_sdk import SDKConfig, SDKProvider
 from subagent_sdk.testing import FakeScript

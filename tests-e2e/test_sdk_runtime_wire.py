@@ -12,7 +12,8 @@ from typing import Any
 
 import anyio
 import pytest
-from subagent_core import ManagedProcess, ProcessOutcome, child_env, open_managed_process
+from subagent_core import child_env
+from subagent_core.kit import ManagedProcess, ProcessOutcome, open_managed_process
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 

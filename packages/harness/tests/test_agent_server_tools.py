@@ -55,7 +55,7 @@ def test_bad_arguments_and_unknown_tools_still_have_a_view(tmp_path: Path) -> No
 
 
 def test_cut_marks_what_it_cuts() -> None:
-    from subagent_core import OUTPUT_TRUNCATION_MARKER
+    from subagent_core.kit import OUTPUT_TRUNCATION_MARKER
 
     assert cut("abc", 5) == "abc"
     assert cut("x" * 100, 20) == "x" * 20 + OUTPUT_TRUNCATION_MARKER

@@ -13,7 +13,8 @@ import anyio
 import psutil
 import pytest
 from model_agent.testing import open_scripted_model_server
-from subagent_core import child_env, open_managed_process
+from subagent_core import child_env
+from subagent_core.kit import open_managed_process
 
 HARNESS = [sys.executable, "-m", "harness"]
 

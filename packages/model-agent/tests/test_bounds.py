@@ -24,7 +24,7 @@ from model_agent import (
 )
 from model_agent._sse import DEFAULT_MAX_EVENT_BYTES, EventTooLargeError, SSEDecoder
 from model_agent.testing import open_scripted_model_server
-from subagent_core import OUTPUT_TRUNCATION_MARKER
+from subagent_core.kit import OUTPUT_TRUNCATION_MARKER
 
 RSSProbe = Callable[[Callable[[], Awaitable[Any]]], Awaitable[tuple[Any, int]]]
 

@@ -35,7 +35,8 @@ from model_agent.testing import (
     mcp_test_server_command,
     open_scripted_model_server,
 )
-from subagent_core import CancelSignal, LineReader, open_managed_process
+from subagent_core import CancelSignal
+from subagent_core.kit import LineReader, open_managed_process
 
 READ = "notes__read_note"
 WRITE = "notes__write_marker"

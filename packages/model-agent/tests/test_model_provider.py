@@ -24,7 +24,6 @@ from model_agent._model_run import (
 )
 from model_agent.testing import ScriptedModelServer, open_scripted_model_server
 from subagent_core import (
-    DEFAULT_EVENT_CAPACITY,
     CancelSignal,
     Capabilities,
     EventsDropped,
@@ -43,6 +42,7 @@ from subagent_core import (
     foreground_text,
     job_outcome,
 )
+from subagent_core.kit import DEFAULT_EVENT_CAPACITY
 from subagent_core.testing import poll_until
 
 USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}

@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 from model_agent.testing import ScriptError, main, open_scripted_model_server, parse_script
-from subagent_core import open_managed_process
+from subagent_core.kit import open_managed_process
 
 SCRIPT: dict[str, Any] = {
     "rules": [

@@ -10,8 +10,14 @@ from pathlib import Path
 import anyio
 import psutil
 import pytest
-from subagent_acp import ACPProvider, PermissionAsk
-from subagent_core import SubagentRegistry, SubagentRequest, SubagentResult, SubagentStartError
+from subagent_acp import ACPProvider
+from subagent_core import (
+    PermissionAsk,
+    SubagentRegistry,
+    SubagentRequest,
+    SubagentResult,
+    SubagentStartError,
+)
 from subagent_core.testing import poll_until
 
 OUTSIDE = "[read -> -32602 path is outside the workspace]"

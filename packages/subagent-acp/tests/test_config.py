@@ -104,7 +104,7 @@ def test_bad_values_name_their_key(key: str, fields: dict[str, Any]) -> None:
 
 def test_public_names() -> None:
     assert subagent_acp.__all__ == sorted(subagent_acp.__all__)
-    assert subagent_acp.__all__ == ["ACPConfig", "ACPProvider", "PermissionAsk"]
+    assert subagent_acp.__all__ == ["ACPConfig", "ACPProvider"]
     for name in subagent_acp.__all__:
         assert getattr(subagent_acp, name).__name__ == name
     with pytest.raises(AttributeError):

@@ -10,12 +10,12 @@ from subagent_acp import ACPProvider
 from subagent_acp._facts import map_stop_reason, result_diagnostic, teardown_line
 from subagent_core import (
     CancelSignal,
-    SpawnError,
     SubagentRegistry,
     SubagentRequest,
     SubagentResult,
     SubagentStartError,
 )
+from subagent_core.kit import SpawnError
 
 SECRET = "sk-SUPER-SECRET-9f8e7d"
 
@@ -439,7 +439,7 @@ def test_unknown_stop_reasons_map_to_unknown(value: object) -> None:
 
 
 def test_teardown_line() -> None:
-    from subagent_core import ProcessOutcome
+    from subagent_core.kit import ProcessOutcome
 
     assert teardown_line("acp", None) == (
         "Subagent failure (provider: acp; stage: teardown; category: unknown)"

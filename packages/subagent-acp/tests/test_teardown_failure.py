@@ -9,13 +9,8 @@ from __future__ import annotations
 import anyio
 import pytest
 from subagent_acp import ACPProvider
-from subagent_core import (
-    CancelSignal,
-    ManagedProcess,
-    SubagentRegistry,
-    SubagentRequest,
-    SubagentStartError,
-)
+from subagent_core import CancelSignal, SubagentRegistry, SubagentRequest, SubagentStartError
+from subagent_core.kit import ManagedProcess
 
 
 @pytest.fixture

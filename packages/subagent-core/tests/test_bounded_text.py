@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from subagent_core import DEFAULT_MAX_OUTPUT_BYTES, OUTPUT_TRUNCATION_MARKER, BoundedText
+from subagent_core.kit import DEFAULT_MAX_OUTPUT_BYTES, OUTPUT_TRUNCATION_MARKER, BoundedText
 
 
 def test_text_within_the_bound_is_kept_whole() -> None:

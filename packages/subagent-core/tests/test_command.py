@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from subagent_core import ChildCommand
+from subagent_core.kit import ChildCommand
 
 MESSAGES = {
     "command must be a non-empty string without NUL",

@@ -16,13 +16,8 @@ import anyio
 import psutil
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
-from subagent_core import (
-    ChildCommand,
-    ManagedProcess,
-    ProcessOutcome,
-    _containment,  # pyright: ignore[reportPrivateUsage]
-    open_managed_process,
-)
+from subagent_core import _containment
+from subagent_core.kit import ChildCommand, ManagedProcess, ProcessOutcome, open_managed_process
 from subagent_core.testing import live_descendants, poll_until
 
 pytestmark = pytest.mark.skipif(
@@ -298,7 +293,8 @@ async def test_a_cancel_landing_inside_the_spawn_leaks_nothing(
 HOST = """
 import sys
 import anyio
-from subagent_core import _containment, open_managed_process
+from subagent_core import _containment
+from subagent_core.kit import open_managed_process
 
 def stall():
     sys.stdout.write("window\\n")
@@ -362,7 +358,7 @@ async def test_sigint_inside_the_spawn_ends_the_host_and_leaks_nothing() -> None
 PARENT = """
 import sys
 import anyio
-from subagent_core import open_managed_process
+from subagent_core.kit import open_managed_process
 
 async def main():
     async with open_managed_process(sys.argv[1:]) as first:
@@ -466,7 +462,7 @@ async def test_a_child_that_kills_its_guard_is_still_ended_but_not_confirmed() -
 FIRST_SPAWN = """
 import sys
 import anyio
-from subagent_core import open_managed_process
+from subagent_core.kit import open_managed_process
 
 async def main():
     # The first spawn of a fresh host goes through the guard server (no idle guard yet).
@@ -502,7 +498,7 @@ async def test_a_large_environment_and_a_leader_signal_reach_the_child() -> None
 FORKING_HOST = """
 import os, sys
 import anyio
-from subagent_core import open_managed_process
+from subagent_core.kit import open_managed_process
 
 async def spawn_echo():
     async with open_managed_process(["/bin/echo", "hi"], stdin="devnull") as proc:

@@ -7,13 +7,8 @@ import enum
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from subagent_core import (
-    DIAGNOSTIC_MAX_BYTES,
-    bound_diagnostic,
-    failure_line,
-    permission_line,
-    safe_tool_kind,
-)
+from subagent_core import DIAGNOSTIC_MAX_BYTES
+from subagent_core.kit import bound_diagnostic, failure_line, permission_line, safe_tool_kind
 
 MARKER = "\n[diagnostic truncated]"
 
@@ -103,7 +98,7 @@ def test_the_spec_examples() -> None:
     ],
 )
 def test_every_closed_tool_kind_is_kept(kind: str) -> None:
-    line = permission_line("allow", kind, "allow_once")
+    line = permission_line("ACP", "allow", kind, "allow_once")
     assert line == f"ACP permission (policy: allow; tool kind: {kind}; decision: allow_once)"
 
 
@@ -111,29 +106,29 @@ def test_every_closed_tool_kind_is_kept(kind: str) -> None:
     "kind", ["Execute", "rm -rf /", "", "read ", "exec\nute", "switch-mode", "x" * 5000]
 )
 def test_an_unknown_tool_kind_is_reported_as_other(kind: str) -> None:
-    line = permission_line("reject", kind, "cancelled")
+    line = permission_line("ACP", "reject", kind, "cancelled")
     assert line == "ACP permission (policy: reject; tool kind: other; decision: cancelled)"
 
 
 def test_the_spec_permission_example() -> None:
     assert (
-        permission_line("reject", "execute", "cancelled")
+        permission_line("ACP", "reject", "execute", "cancelled")
         == "ACP permission (policy: reject; tool kind: execute; decision: cancelled)"
     )
     assert (
-        permission_line("allow", "edit", "allow_always")
+        permission_line("ACP", "allow", "edit", "allow_always")
         == "ACP permission (policy: allow; tool kind: edit; decision: allow_always)"
     )
 
 
 def test_optional_permission_fields_are_omitted_in_fixed_order() -> None:
-    assert permission_line("allow", None, "allow_once") == (
+    assert permission_line("ACP", "allow", None, "allow_once") == (
         "ACP permission (policy: allow; decision: allow_once)"
     )
-    assert permission_line("reject", "fetch", None) == (
+    assert permission_line("ACP", "reject", "fetch", None) == (
         "ACP permission (policy: reject; tool kind: fetch)"
     )
-    assert permission_line("reject", None, None) == "ACP permission (policy: reject)"
+    assert permission_line("ACP", "reject", None, None) == "ACP permission (policy: reject)"
 
 
 class ToolKind(enum.Enum):

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from subagent_core import (
-    SubagentError,
-    SubagentStartError,
-    aborted_before_start_text,
-    compose_start_error,
-)
+from subagent_core import SubagentError, SubagentStartError
+from subagent_core.kit import aborted_before_start_text, compose_start_error
 
 STARTUP = (
     "Subagent failure (provider: acp; stage: initialize; category: process-exit; exit code: 3)"

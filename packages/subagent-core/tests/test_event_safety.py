@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from subagent_core import (
     NO_CAPABILITIES,
-    EventBuffer,
     MessageChunk,
     PermissionDecision,
     PermissionEvent,
@@ -27,12 +26,10 @@ from subagent_core import (
     ToolCallEvent,
     ToolCallStatus,
     ToolKind,
-    failure_line,
     foreground_text,
     job_outcome,
-    new_run_id,
-    permission_line,
 )
+from subagent_core.kit import EventBuffer, failure_line, new_run_id, permission_line
 
 SECRET = "s3cr3t-\u2063child"  # no vocabulary word contains it
 
@@ -94,7 +91,7 @@ def test_vocabulary_fields_of_any_event_are_closed_and_free_of_child_text(
         assert all(e.priority in get_args(PlanEntryPriority) for e in event.entries)
         assert all(e.status in get_args(PlanEntryStatus) for e in event.entries)
     elif isinstance(event, PermissionEvent):
-        line = permission_line(event.policy, event.tool_kind, event.decision)
+        line = permission_line("ACP", event.policy, event.tool_kind, event.decision)
         assert SECRET not in line
         facts = [event.tool_kind, event.policy, event.decision, line]
     else:
@@ -117,7 +114,9 @@ class _HostileRun(SubagentRun):
 
     async def result(self) -> SubagentResult:
         lines = [failure_line("hostile", "prompt", "unknown")]
-        lines += [permission_line(e.policy, e.tool_kind, e.decision) for e in self._facts[-1:]]
+        lines += [
+            permission_line("ACP", e.policy, e.tool_kind, e.decision) for e in self._facts[-1:]
+        ]
         return SubagentResult(stop_reason="error", output="", diagnostic="\n".join(lines))
 
     async def dispose(self) -> str | None:

@@ -9,9 +9,7 @@ from typing import get_args
 import anyio
 import pytest
 from subagent_core import (
-    DEFAULT_EVENT_CAPACITY,
     NO_CAPABILITIES,
-    EventBuffer,
     EventsDropped,
     MessageChunk,
     PermissionEvent,
@@ -26,6 +24,11 @@ from subagent_core import (
     ToolCallEvent,
     ToolKind,
     UsageEvent,
+)
+from subagent_core._diagnostics import ACP_TOOL_KINDS
+from subagent_core.kit import (
+    DEFAULT_EVENT_CAPACITY,
+    EventBuffer,
     new_run_id,
     permission_decision,
     permission_policy,
@@ -34,7 +37,6 @@ from subagent_core import (
     tool_call_status,
     tool_kind,
 )
-from subagent_core._diagnostics import ACP_TOOL_KINDS
 
 
 async def drain(buffer: EventBuffer) -> list[SubagentEvent]:

@@ -11,7 +11,7 @@ import anyio.abc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from subagent_core import (
+from subagent_core.kit import (
     DEFAULT_MAX_FRAME_BYTES,
     FrameTooLargeError,
     LineReader,

@@ -5,13 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from subagent_core import (
-    ChildCommand,
-    MCPHTTPServerSpec,
-    MCPSSEServerSpec,
-    MCPStdioServerSpec,
-    SubagentRequest,
-)
+from subagent_core import MCPHTTPServerSpec, MCPSSEServerSpec, MCPStdioServerSpec, SubagentRequest
+from subagent_core.kit import ChildCommand
 
 
 def test_specs_are_normalised_and_hide_credentials_from_repr() -> None:

@@ -7,7 +7,7 @@ import logging
 
 import anyio
 import pytest
-from subagent_core import OwnedTask
+from subagent_core.kit import OwnedTask
 
 
 def test_starting_without_a_running_loop_is_refused() -> None:

@@ -11,8 +11,9 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import pytest
-from subagent_core import _pipe_reader, drain_ended
+from subagent_core import _pipe_reader
 from subagent_core._pipe_reader import BUFFER_LIMIT, READ_BYTES, PipeReader
+from subagent_core.kit import drain_ended
 
 pytestmark = pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="Linux pipes")
 

@@ -13,13 +13,8 @@ import anyio.abc
 import psutil
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
-from subagent_core import (
-    ManagedProcess,
-    ProcessOutcome,
-    SpawnError,
-    child_env,
-    open_managed_process,
-)
+from subagent_core import child_env
+from subagent_core.kit import ManagedProcess, ProcessOutcome, SpawnError, open_managed_process
 
 ChildArgv = Callable[..., list[str]]
 

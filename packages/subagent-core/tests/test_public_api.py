@@ -1,10 +1,116 @@
-"""The public surface: `__all__` is exactly the public names, sorted the way ruff sorts it."""
+"""The two public faces, pinned: `subagent_core` for users of providers, `subagent_core.kit`
+for provider authors. Each `__all__` is exactly its public names, sorted the way ruff sorts
+it, and no name is in both (a mechanism has one home)."""
 
 from __future__ import annotations
 
 import inspect
+from types import ModuleType
 
+import pytest
 import subagent_core
+import subagent_core.kit
+
+USER_FACE = [
+    "DIAGNOSTIC_MAX_BYTES",
+    "NO_CAPABILITIES",
+    "READS_POLICY",
+    "CancelSignal",
+    "Capabilities",
+    "Cost",
+    "EventsDropped",
+    "JobOutcome",
+    "KindPolicy",
+    "MCPHTTPServerSpec",
+    "MCPSSEServerSpec",
+    "MCPServerSpec",
+    "MCPStdioServerSpec",
+    "MessageChunk",
+    "OptionKind",
+    "PermissionAsk",
+    "PermissionCallback",
+    "PermissionDecision",
+    "PermissionEvent",
+    "PermissionPolicy",
+    "PermissionSetting",
+    "PlanEntry",
+    "PlanEntryPriority",
+    "PlanEntryStatus",
+    "PlanEvent",
+    "RunInfo",
+    "SSHRemote",
+    "StopReason",
+    "SubagentError",
+    "SubagentEvent",
+    "SubagentProvider",
+    "SubagentRegistry",
+    "SubagentRequest",
+    "SubagentResult",
+    "SubagentRun",
+    "SubagentStartError",
+    "ThoughtChunk",
+    "ToolCallEvent",
+    "ToolCallStatus",
+    "ToolKind",
+    "ToolText",
+    "Usage",
+    "UsageEvent",
+    "child_env",
+    "foreground_text",
+    "job_outcome",
+]
+
+KIT_FACE = [
+    "ACP_TOOL_KINDS",
+    "ALLOW_KINDS",
+    "DEFAULT_EVENT_CAPACITY",
+    "DEFAULT_IDLE_TIMEOUT_SECONDS",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_MAX_OUTPUT_BYTES",
+    "DEFAULT_STARTUP_TIMEOUT_SECONDS",
+    "OPTION_KINDS",
+    "OUTPUT_TRUNCATION_MARKER",
+    "REFUSED_DECISIONS",
+    "REJECT_KINDS",
+    "AsyncClosing",
+    "BoundedText",
+    "ChildCommand",
+    "ChildKind",
+    "ClosableProvider",
+    "EventBuffer",
+    "FailureCategory",
+    "FrameTooLargeError",
+    "IdleDeadline",
+    "LineReader",
+    "ManagedProcess",
+    "OwnedTask",
+    "PermissionGate",
+    "PermissionProtocol",
+    "ProcessOutcome",
+    "SpawnError",
+    "StructuredOutputError",
+    "aborted_before_start_text",
+    "bound_diagnostic",
+    "check_permission",
+    "check_timeout",
+    "compose_start_error",
+    "drain_ended",
+    "failure_line",
+    "fixed_policy",
+    "new_run_id",
+    "open_managed_process",
+    "open_stdio_streams",
+    "parse_structured_output",
+    "permission_decision",
+    "permission_line",
+    "permission_policy",
+    "plan_entry_priority",
+    "plan_entry_status",
+    "safe_cost",
+    "safe_tool_kind",
+    "tool_call_status",
+    "tool_kind",
+]
 
 
 def _isort_key(name: str) -> tuple[int, str]:
@@ -16,72 +122,45 @@ def _isort_key(name: str) -> tuple[int, str]:
     return (2, name)
 
 
-def test_all_lists_exactly_the_public_names() -> None:
+@pytest.mark.parametrize("module", [subagent_core, subagent_core.kit])
+def test_all_lists_exactly_the_public_names(module: ModuleType) -> None:
     public = {
         name
-        for name, value in vars(subagent_core).items()
+        for name, value in vars(module).items()
         if not name.startswith("_") and not inspect.ismodule(value)
     }
-    assert set(subagent_core.__all__) == public
-    assert len(subagent_core.__all__) == len(public)
+    assert set(module.__all__) == public
+    assert len(module.__all__) == len(public)
 
 
-def test_all_is_sorted() -> None:
-    assert subagent_core.__all__ == sorted(subagent_core.__all__, key=_isort_key)
+@pytest.mark.parametrize("module", [subagent_core, subagent_core.kit])
+def test_all_is_sorted(module: ModuleType) -> None:
+    assert module.__all__ == sorted(module.__all__, key=_isort_key)
 
 
-def test_the_binding_spec_names_are_exported() -> None:
-    spec_names = {
-        "CancelSignal",
-        "SubagentRequest",
-        "SubagentResult",
-        "Usage",
-        "Capabilities",
-        "NO_CAPABILITIES",
-        "SubagentRun",
-        "SubagentProvider",
-        "SubagentRegistry",
-        "SubagentError",
-        "SubagentStartError",
-        "StopReason",
-        "RunInfo",
-        "compose_start_error",
-        "aborted_before_start_text",
-        "failure_line",
-        "permission_line",
-        "safe_tool_kind",
-        "bound_diagnostic",
-        "child_env",
-        "foreground_text",
-        "job_outcome",
-        "ToolText",
-        "JobOutcome",
-        "new_run_id",
-        "open_managed_process",
-        "ManagedProcess",
-        "ProcessOutcome",
-        "SpawnError",
-    }
-    assert spec_names <= set(subagent_core.__all__)
+def test_the_user_face_is_pinned() -> None:
+    assert subagent_core.__all__ == USER_FACE
 
 
-def test_the_shared_mechanisms_and_event_names_are_exported() -> None:
-    names = {
-        "DEFAULT_MAX_FRAME_BYTES",
-        "FrameTooLargeError",
+def test_the_kit_face_is_pinned() -> None:
+    assert subagent_core.kit.__all__ == KIT_FACE
+
+
+def test_no_name_lives_in_both_faces() -> None:
+    assert set(USER_FACE).isdisjoint(KIT_FACE)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
         "LineReader",
-        "open_stdio_streams",
         "OwnedTask",
-        "ChildCommand",
-        "SubagentEvent",
-        "MessageChunk",
-        "ThoughtChunk",
-        "ToolCallEvent",
-        "PlanEvent",
-        "PlanEntry",
-        "PermissionEvent",
-        "UsageEvent",
-        "EventsDropped",
+        "drain_ended",
+        "open_managed_process",
+        "compose_start_error",
         "EventBuffer",
-    }
-    assert names <= set(subagent_core.__all__)
+        "failure_line",
+    ],
+)
+def test_kit_names_are_not_aliased_at_the_top(name: str) -> None:
+    assert not hasattr(subagent_core, name)

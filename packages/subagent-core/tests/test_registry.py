@@ -17,9 +17,8 @@ from subagent_core import (
     SubagentResult,
     SubagentRun,
     SubagentStartError,
-    bound_diagnostic,
-    new_run_id,
 )
+from subagent_core.kit import bound_diagnostic, new_run_id
 
 LONG_TEXT = "权限" * 2000  # 12000 UTF-8 bytes
 BOUNDED_LONG_TEXT = "权限" * 678 + "权" + "\n[diagnostic truncated]"

@@ -8,14 +8,13 @@ import anyio
 import pytest
 from subagent_core import (
     NO_CAPABILITIES,
-    ClosableProvider,
     SubagentProvider,
     SubagentRegistry,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
-    new_run_id,
 )
+from subagent_core.kit import ClosableProvider, new_run_id
 
 closed: list[str] = []
 

@@ -11,7 +11,8 @@ import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from subagent_core import ChildCommand, ProcessOutcome, SSHRemote, open_managed_process
+from subagent_core import SSHRemote
+from subagent_core.kit import ChildCommand, ProcessOutcome, open_managed_process
 from subagent_core.testing import open_test_sshd, sshd_available
 
 REMOTE = SSHRemote(destination="me@build1")

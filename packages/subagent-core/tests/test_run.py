@@ -5,7 +5,8 @@ from __future__ import annotations
 import anyio
 import anyio.lowlevel
 import pytest
-from subagent_core import SubagentResult, SubagentRun, new_run_id
+from subagent_core import SubagentResult, SubagentRun
+from subagent_core.kit import new_run_id
 
 
 class RecordingRun(SubagentRun):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
-from subagent_core import LineReader, ProcessOutcome, open_managed_process
+from subagent_core.kit import LineReader, ProcessOutcome, open_managed_process
 
 # An echo server: reports its descriptors' blocking modes, echoes lines (`too-large` for an
 # over-long one), and after the block reports the modes again. Optional argv: an input file and
@@ -15,7 +15,7 @@ from subagent_core import LineReader, ProcessOutcome, open_managed_process
 ECHO_SERVER = """
 import os, sys
 import anyio
-from subagent_core import FrameTooLargeError, LineReader, open_stdio_streams
+from subagent_core.kit import FrameTooLargeError, LineReader, open_stdio_streams
 
 args = sys.argv[1:]
 if args and args[0] == "shared":

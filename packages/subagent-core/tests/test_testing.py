@@ -10,7 +10,8 @@ import anyio
 import psutil
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
-from subagent_core import child_env, open_managed_process
+from subagent_core import child_env
+from subagent_core.kit import open_managed_process
 from subagent_core.testing import (
     become_subreaper,
     guarded_round_trip,

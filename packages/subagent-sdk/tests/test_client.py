@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import anyio
 import pytest
-from subagent_core import SpawnError
+from subagent_core.kit import SpawnError
 from subagent_sdk import (
     JSONRPCError,
     Notification,

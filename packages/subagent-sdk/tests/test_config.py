@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
-from subagent_core import ChildCommand
+from subagent_core.kit import ChildCommand
 from subagent_sdk import SDKConfig
 
 

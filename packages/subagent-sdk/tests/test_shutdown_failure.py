@@ -12,13 +12,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from subagent_core import (
-    CancelSignal,
-    ManagedProcess,
-    SubagentRequest,
-    SubagentResult,
-    SubagentStartError,
-)
+from subagent_core import CancelSignal, SubagentRequest, SubagentResult, SubagentStartError
+from subagent_core.kit import ManagedProcess
 from subagent_sdk import SDKProvider
 from subagent_sdk.testing import FakeScript
 

@@ -93,7 +93,8 @@ from model_agent import (
     ToolEnded,
     ToolStarted,
 )
-from subagent_core import CancelSignal, open_stdio_streams
+from subagent_core import CancelSignal
+from subagent_core.kit import open_stdio_streams
 
 from ._agent_server_mcp import mcp_servers_from_acp
 from ._agent_server_stdio import stdin_lines

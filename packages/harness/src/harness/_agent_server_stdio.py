@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 import anyio.abc
-from subagent_core import DEFAULT_MAX_FRAME_BYTES, FrameTooLargeError, LineReader
+from subagent_core.kit import DEFAULT_MAX_FRAME_BYTES, FrameTooLargeError, LineReader
 
 _log = logging.getLogger("harness.stdio")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from subagent_core import BoundedText
+from subagent_core.kit import BoundedText
 
 ToolKind = Literal["read", "edit", "search", "execute", "think", "other"]
 

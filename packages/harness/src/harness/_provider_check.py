@@ -8,7 +8,8 @@ from pathlib import Path
 import anyio
 from rich.markup import escape
 from rich.table import Table
-from subagent_core import ClosableProvider, SubagentProvider, SubagentRequest, SubagentStartError
+from subagent_core import SubagentProvider, SubagentRequest, SubagentStartError
+from subagent_core.kit import ClosableProvider
 
 from ._config import HarnessConfig, ProviderSettings
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint

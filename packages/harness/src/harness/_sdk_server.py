@@ -34,7 +34,8 @@ from model_agent import (
     ToolEnded,
     ToolStarted,
 )
-from subagent_core import CancelSignal, open_stdio_streams
+from subagent_core import CancelSignal
+from subagent_core.kit import open_stdio_streams
 from subagent_sdk import wire
 
 from ._agent_server_stdio import stdin_lines

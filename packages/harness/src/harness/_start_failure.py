@@ -6,7 +6,7 @@ reason class comes from core's `SpawnError.reason` in the error's cause chain.
 
 from __future__ import annotations
 
-from subagent_core import SpawnError
+from subagent_core.kit import SpawnError
 
 
 def spawn_reason(error: BaseException) -> str | None:

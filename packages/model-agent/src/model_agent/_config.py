@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from subagent_core import DEFAULT_MAX_OUTPUT_BYTES
+from subagent_core.kit import DEFAULT_MAX_OUTPUT_BYTES
 
 from ._mcp_config import MCPServer, check_mcp_servers
 from ._sse import DEFAULT_MAX_EVENT_BYTES

@@ -23,7 +23,8 @@ import anyio
 import httpx2
 from mcp import ClientSession, MCPError, types
 from mcp.client.streamable_http import streamable_http_client
-from subagent_core import CancelSignal, OwnedTask, SpawnError
+from subagent_core import CancelSignal
+from subagent_core.kit import OwnedTask, SpawnError
 
 from ._mcp_config import MCP_NAME_SEPARATOR, MCPServer, MCPStdioServer
 from ._mcp_stdio import MAX_MESSAGE_BYTES, StdioLink, open_stdio_link

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from urllib.parse import urlsplit
 
-from subagent_core import ChildCommand
+from subagent_core.kit import ChildCommand
 
 MCP_NAME_SEPARATOR = "__"
 """Joins a server's name and its tool's name into the name the model sees (`files__read`)."""

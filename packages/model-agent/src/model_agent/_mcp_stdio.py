@@ -21,12 +21,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp import types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
-from subagent_core import (
-    FrameTooLargeError,
-    LineReader,
-    ManagedProcess,
-    open_managed_process,
-)
+from subagent_core.kit import FrameTooLargeError, LineReader, ManagedProcess, open_managed_process
 
 from ._mcp_config import MCPStdioServer
 

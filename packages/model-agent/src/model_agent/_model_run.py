@@ -29,17 +29,14 @@ import anyio
 from subagent_core import (
     CancelSignal,
     Capabilities,
-    EventBuffer,
-    OwnedTask,
     StopReason,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
     SubagentStartError,
     UsageEvent,
-    failure_line,
-    new_run_id,
 )
+from subagent_core.kit import EventBuffer, OwnedTask, failure_line, new_run_id
 
 from ._child_events import core_event
 from ._config import AgentConfig

@@ -25,12 +25,11 @@ from typing import Any, Literal
 import anyio
 import anyio.abc
 import anyio.lowlevel
-from subagent_core import (
-    CancelSignal,
+from subagent_core import CancelSignal, child_env
+from subagent_core.kit import (
     ManagedProcess,
     ProcessOutcome,
     SpawnError,
-    child_env,
     drain_ended,
     open_managed_process,
 )

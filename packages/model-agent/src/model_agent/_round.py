@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from subagent_core import DEFAULT_MAX_OUTPUT_BYTES, BoundedText, Usage
+from subagent_core import Usage
+from subagent_core.kit import DEFAULT_MAX_OUTPUT_BYTES, BoundedText
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._config import ACPConfig as ACPConfig
-    from ._permission import PermissionAsk as PermissionAsk
     from ._provider import ACPProvider as ACPProvider
 
-__all__ = ["ACPConfig", "ACPProvider", "PermissionAsk"]
+__all__ = ["ACPConfig", "ACPProvider"]
 
-_HOMES = {"ACPConfig": "._config", "ACPProvider": "._provider", "PermissionAsk": "._permission"}
+_HOMES = {"ACPConfig": "._config", "ACPProvider": "._provider"}
 
 
 def __getattr__(name: str) -> object:

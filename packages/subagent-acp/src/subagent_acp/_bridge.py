@@ -29,7 +29,7 @@ from acp.schema import (
     TextContentBlock,
     Usage,
 )
-from subagent_core import LineReader
+from subagent_core.kit import LineReader
 
 from ._client import ACPClient
 from ._facts import AUTH_REQUIRED_CODE

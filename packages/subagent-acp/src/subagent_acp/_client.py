@@ -28,7 +28,8 @@ from acp.schema import (
     WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
-from subagent_core import ProcessOutcome, ToolKind
+from subagent_core import ToolKind
+from subagent_core.kit import ProcessOutcome
 
 from ._fs import FSRefusal, WorkspaceFiles
 from ._permission import Permissions

@@ -2,7 +2,7 @@
 
 Every bad value is a `ValueError` naming the key, so a misconfigured provider fails where it is
 built, not in the middle of a run. The command fields (`command`, `args`, `env`, `cwd`) are
-validated by `subagent_core.ChildCommand`, the rules every provider shares. Names and paths here are operator configuration; only
+validated by `subagent_core.kit.ChildCommand`, the rules every provider shares. Names and paths here are operator configuration; only
 `provider_name` ever reaches diagnostic text, so it is restricted to a safe token.
 """
 
@@ -18,9 +18,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, cast
 
-from subagent_core import DEFAULT_MAX_OUTPUT_BYTES, ChildCommand, SSHRemote
-
-from ._permission import PermissionCallback, PermissionSetting
+from subagent_core import PermissionSetting, SSHRemote
+from subagent_core.kit import DEFAULT_MAX_OUTPUT_BYTES, ChildCommand, check_permission
 
 FileSystemMode = Literal["none", "read", "read-write"]
 """How much of the workspace the child may use through the parent's client file system."""
@@ -92,7 +91,9 @@ class ACPConfig:
     `None` uses each request's (absolute) cwd."""
     permission: PermissionSetting = "reject"
     """`allow` selects the first allow-shaped option of a permission request; `reject` (and
-    `allow` without such an option) answers `cancelled`. An async callable
+    `allow` without such an option) answers `cancelled`. A mapping from tool kind to `allow` /
+    `reject` with a `"*"` default decides per kind (`subagent_core.READS_POLICY` allows reads
+    and searches only). An async callable
     `(PermissionAsk) -> str | None` asks the host instead: it returns the option kind to select
     or `None` (`cancelled`). The same decision gates client file writes and terminals."""
     fs: FileSystemMode = "none"
@@ -142,7 +143,7 @@ class ACPConfig:
         set_(self, "args", command.args)
         set_(self, "env", command.env)
         set_(self, "cwd", command.cwd)
-        set_(self, "permission", _check_permission(self.permission))
+        set_(self, "permission", check_permission(self.permission, owner="ACPConfig"))
         set_(self, "fs", _check_fs(self.fs))
         prewarm = cast(object, self.prewarm)
         if (
@@ -186,16 +187,6 @@ def _check_provider_name(name: object) -> str:
             "provider_name", "must be 1-64 letters, digits, '.', '_' or '-', starting alnum"
         )
     return name
-
-
-def _check_permission(permission: object) -> PermissionSetting:
-    if permission == "allow":
-        return "allow"
-    if permission == "reject":
-        return "reject"
-    if not isinstance(permission, str) and callable(permission):
-        return cast(PermissionCallback, permission)
-    raise _fail("permission", 'must be "allow", "reject" or an async callable')
 
 
 def _check_fs(fs: object) -> FileSystemMode:

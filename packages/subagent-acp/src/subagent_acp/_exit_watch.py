@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
-from subagent_core import ManagedProcess
+from subagent_core.kit import ManagedProcess
 
 
 def _nobody() -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from subagent_core import ProcessOutcome, StopReason, failure_line
+from subagent_core import StopReason
+from subagent_core.kit import ProcessOutcome, failure_line
 
 Stage = Literal["initialize", "new-session", "prompt", "process", "teardown"]
 Category = Literal[
@@ -69,9 +70,6 @@ def map_stop_reason(value: object) -> tuple[StopReason, Failure | None]:
 
 AUTH_REQUIRED_CODE: Final = -32000
 """ACP's closed `auth_required` error code: naming it copies no child text."""
-
-REFUSED_DECISIONS: Final = frozenset({"cancelled", "reject_once", "reject_always"})
-"""Permission answers that refused the child something."""
 
 
 def result_diagnostic(

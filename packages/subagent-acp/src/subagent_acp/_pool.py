@@ -28,7 +28,8 @@ from typing import Final
 
 import anyio
 from acp.schema import InitializeResponse
-from subagent_core import OwnedTask, SpawnError, SubagentRequest
+from subagent_core import SubagentRequest
+from subagent_core.kit import OwnedTask, SpawnError
 
 from ._bridge import Session
 from ._config import ACPConfig

@@ -18,11 +18,13 @@ import anyio
 import anyio.to_thread
 from subagent_core import (
     NO_CAPABILITIES,
-    AsyncClosing,
     Capabilities,
     SubagentRequest,
     SubagentRun,
     SubagentStartError,
+)
+from subagent_core.kit import (
+    AsyncClosing,
     aborted_before_start_text,
     compose_start_error,
     failure_line,

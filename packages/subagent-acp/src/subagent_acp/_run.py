@@ -26,18 +26,20 @@ from typing import Generic, Literal, TypeVar
 import anyio
 from acp.schema import ClientCapabilities, InitializeResponse, NewSessionResponse
 from subagent_core import (
-    BoundedText,
-    EventBuffer,
-    ManagedProcess,
     MessageChunk,
-    OwnedTask,
-    SpawnError,
     StopReason,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
     SubagentStartError,
     Usage,
+)
+from subagent_core.kit import (
+    BoundedText,
+    EventBuffer,
+    ManagedProcess,
+    OwnedTask,
+    SpawnError,
     compose_start_error,
     new_run_id,
     open_managed_process,
@@ -236,7 +238,7 @@ class ACPRun(SubagentRun):
 
     def _settle(self, stop_reason: StopReason, diagnostic: str | None) -> None:
         if self._result is None:
-            self._permissions.recording = False
+            self._permissions.stop_recording()
             self._result = SubagentResult(
                 stop_reason=stop_reason,
                 output=self._output.text,

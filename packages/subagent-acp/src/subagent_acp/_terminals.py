@@ -17,7 +17,7 @@ from typing import Final
 
 import anyio
 import anyio.abc
-from subagent_core import ChildCommand, ProcessOutcome, SpawnError, open_managed_process
+from subagent_core.kit import ChildCommand, ProcessOutcome, SpawnError, open_managed_process
 
 _log = logging.getLogger("subagent_acp")
 

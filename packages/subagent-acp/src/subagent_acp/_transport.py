@@ -44,7 +44,7 @@ from acp.schema import (
     UsageUpdate,
     UserMessageChunk,
 )
-from subagent_core import FrameTooLargeError, LineReader
+from subagent_core.kit import FrameTooLargeError, LineReader
 
 _log = logging.getLogger("subagent_acp")
 

@@ -5,7 +5,34 @@ Consumers may show a diagnostic and test whether one is present; they never pars
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
+
+FailureCategory = Literal[
+    "authentication",
+    "configuration",
+    "transport",
+    "protocol",
+    "process-exit",
+    "process-start",
+    "remote-limit",
+    "timeout",
+    "upstream",
+    "output-schema",
+    "child-error",
+    "child-disposed",
+    "child-unknown",
+    "missing-terminal",
+    "unknown",
+]
+"""The closed category vocabulary of failure lines, across every provider.
+
+`timeout`: a startup or idle deadline expired. `upstream`: the child's own model service
+failed (5xx, overload, connection). `output-schema`: the child could not produce output that
+validates against the requested schema.
+"""
+
+PermissionProtocol = Literal["ACP", "Claude", "Codex"]
+"""The protocol label that opens a permission line."""
 
 DIAGNOSTIC_MAX_BYTES: Final = 4096
 """The shared byte bound on every diagnostic and start error (UTF-8)."""
@@ -60,18 +87,20 @@ def safe_tool_kind(kind: object) -> str:
     return value if isinstance(value, str) and value in ACP_TOOL_KINDS else "other"
 
 
-def permission_line(policy: str, tool_kind: str | None, decision: str | None) -> str:
-    """Renders `ACP permission (policy: …; tool kind: …; decision: …)`.
+def permission_line(
+    protocol: PermissionProtocol, policy: str, tool_kind: str | None, decision: str | None
+) -> str:
+    """Renders `<Protocol> permission (policy: …; tool kind: …; decision: …)`.
 
-    The tool kind is forced into the ACP closed set; fields that are `None` are left out, in the
-    fixed order policy, tool kind, decision.
+    The tool kind is forced into the ACP closed set (every protocol's kinds are mapped onto
+    it); fields that are `None` are left out, in the fixed order policy, tool kind, decision.
     """
     fields = [f"policy: {policy}"]
     if tool_kind is not None:
         fields.append(f"tool kind: {safe_tool_kind(tool_kind)}")
     if decision is not None:
         fields.append(f"decision: {decision}")
-    return f"ACP permission ({'; '.join(fields)})"
+    return f"{protocol} permission ({'; '.join(fields)})"
 
 
 def bound_diagnostic(text: str) -> str:

@@ -35,7 +35,8 @@ class SubagentStartError(SubagentError):
         self.diagnostic = diagnostic
 
 
-ChildKind = Literal["ACP", "SDK"]
+ChildKind = Literal["ACP", "SDK", "Claude", "Codex"]
+"""The provider class named in the fixed aborted-before-start sentence."""
 
 
 def aborted_before_start_text(kind: ChildKind) -> str:

@@ -20,6 +20,7 @@ from typing import Final, Literal, cast, get_args
 import anyio
 
 from ._diagnostics import safe_tool_kind
+from ._types import Cost
 
 ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
@@ -206,14 +207,19 @@ class PermissionEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UsageEvent:
-    """Token counts for the run so far (running totals; the latest event supersedes)."""
+    """Token counts and cost for the run so far (running totals; the latest supersedes)."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    cost: Cost | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "input_tokens", _count(self.input_tokens))
         object.__setattr__(self, "output_tokens", _count(self.output_tokens))
+        object.__setattr__(self, "cached_input_tokens", _count(self.cached_input_tokens))
+        cost = cast(object, self.cost)
+        object.__setattr__(self, "cost", cost if isinstance(cost, Cost) else None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ._cancel import CancelSignal
 from ._mcp_servers import MCPServerSpec, check_mcp_servers
@@ -15,12 +17,46 @@ StopReason = Literal["completed", "max-tokens", "refusal", "aborted", "error"]
 STOP_REASONS: tuple[StopReason, ...] = ("completed", "max-tokens", "refusal", "aborted", "error")
 
 
+_CURRENCY = re.compile(r"[A-Z]{3}")
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """What a run cost, as the child's service reported it.
+
+    Raises:
+        ValueError: `amount` is not a finite non-negative number, or `currency` is not three
+            upper-case ASCII letters (ISO 4217 shape). The message never echoes the value.
+    """
+
+    amount: float
+    currency: str
+
+    def __post_init__(self) -> None:
+        amount = cast(object, self.amount)
+        if (
+            isinstance(amount, bool)
+            or not isinstance(amount, int | float)
+            or not math.isfinite(amount)
+            or amount < 0
+        ):
+            raise ValueError("Cost.amount must be a finite non-negative number")
+        currency = cast(object, self.currency)
+        if not isinstance(currency, str) or _CURRENCY.fullmatch(currency) is None:
+            raise ValueError("Cost.currency must be three upper-case ASCII letters")
+        object.__setattr__(self, "amount", float(amount))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
-    """Token counts a provider could observe; `None` fields were not reported."""
+    """Totals for the whole run a provider could observe; `None` fields were not reported."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    """Input tokens served from the model service's prompt cache (part of `input_tokens`
+    where the service counts them so; as reported otherwise)."""
+    cost: Cost | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +111,9 @@ class SubagentResult:
     diagnostic: str | None = None
     """Safe fixed-vocabulary text of at most 4096 UTF-8 bytes, or `None`."""
     usage: Usage | None = None
+    structured_output: object = None
+    """The parsed JSON value of `output` when the request's `output_schema` was honoured and the
+    run completed with output that validates against it; `None` otherwise."""
 
 
 @dataclass(frozen=True, slots=True)

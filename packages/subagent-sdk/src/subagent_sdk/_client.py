@@ -26,7 +26,7 @@ from typing import Final, Self
 import anyio
 import anyio.abc
 import anyio.lowlevel
-from subagent_core import (
+from subagent_core.kit import (
     DEFAULT_MAX_FRAME_BYTES,
     FrameTooLargeError,
     LineReader,

@@ -1,6 +1,6 @@
 """`SDKConfig`: how to start and drive an SDK runtime, validated at construction.
 
-The command, argv, environment and cwd are validated by `subagent_core.ChildCommand`, the one
+The command, argv, environment and cwd are validated by `subagent_core.kit.ChildCommand`, the one
 description of a child every provider shares, so they are accepted or refused by the same rules
 as everywhere else.
 """
@@ -14,12 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, cast
 
-from subagent_core import (
-    DEFAULT_MAX_FRAME_BYTES,
-    DEFAULT_MAX_OUTPUT_BYTES,
-    ChildCommand,
-    SSHRemote,
-)
+from subagent_core import SSHRemote
+from subagent_core.kit import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_OUTPUT_BYTES, ChildCommand
 
 from ._client import DEFAULT_WRITE_TIMEOUT_SECONDS
 

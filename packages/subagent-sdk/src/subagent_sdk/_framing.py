@@ -1,7 +1,7 @@
 """Newline-delimited JSON-RPC 2.0 frames: structural classification, builders, reader, writer.
 
 Both ends use it: the client reading a runtime's stdout, and a runtime reading its stdin. Lines
-come from the shared bounded `subagent_core.LineReader` (split on bytes before decoding, so a
+come from the shared bounded `subagent_core.kit.LineReader` (split on bytes before decoding, so a
 character split across reads survives); each line is stripped (tolerating `\\r`), blank lines
 are skipped, and a line that is not a JSON object is ignored: nothing a peer writes can crash
 the reader. A line longer than the frame limit raises `FrameTooLargeError` after it was
@@ -16,7 +16,7 @@ from typing import TypeAlias
 
 import anyio
 import anyio.abc
-from subagent_core import DEFAULT_MAX_FRAME_BYTES, LineReader
+from subagent_core.kit import DEFAULT_MAX_FRAME_BYTES, LineReader
 
 from ._json import JSONObject, JSONValue, as_object, dumps, loads
 
@@ -175,7 +175,7 @@ class FrameReader:
         Raises:
             anyio.EndOfStream: input ended or broke (an unterminated last line is still
                 delivered).
-            subagent_core.FrameTooLargeError: a line exceeded the limit (and was discarded).
+            subagent_core.kit.FrameTooLargeError: a line exceeded the limit (and was discarded).
         """
         while True:
             try:

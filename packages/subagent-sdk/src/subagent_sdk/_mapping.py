@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from subagent_core import StopReason, failure_line
+from subagent_core import StopReason
+from subagent_core.kit import failure_line
 
 from ._errors import JSONRPCError, SDKProtocolError, TransportClosedError
 from ._wire import TurnEnd

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Final
 
 import anyio
-from subagent_core import OwnedTask
+from subagent_core.kit import OwnedTask
 
 from ._client import SDKClient
 from ._errors import JSONRPCError, SDKError

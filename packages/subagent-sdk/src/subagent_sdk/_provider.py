@@ -21,13 +21,15 @@ from pathlib import Path
 import anyio
 from subagent_core import (
     NO_CAPABILITIES,
-    AsyncClosing,
     Capabilities,
-    EventBuffer,
-    OwnedTask,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
+)
+from subagent_core.kit import (
+    AsyncClosing,
+    EventBuffer,
+    OwnedTask,
     compose_start_error,
     failure_line,
     new_run_id,

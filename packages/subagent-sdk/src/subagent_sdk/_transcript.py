@@ -10,14 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from subagent_core import (
-    DEFAULT_MAX_OUTPUT_BYTES,
-    BoundedText,
-    MessageChunk,
-    SubagentEvent,
-    ThoughtChunk,
-    ToolCallEvent,
-)
+from subagent_core import MessageChunk, SubagentEvent, ThoughtChunk, ToolCallEvent
+from subagent_core.kit import DEFAULT_MAX_OUTPUT_BYTES, BoundedText
 
 from ._errors import SDKProtocolError
 from ._framing import Notification
@@ -45,7 +39,7 @@ class RunTranscript:
     this one. Child sessions' events are in scope but only the root session's text, turn end
     and idle status count. Text after a root `turn/end` is not output unless a new root
     `turn/start` opens another turn, and the output keeps at most `max_output_bytes` (then
-    `subagent_core.OUTPUT_TRUNCATION_MARKER`).
+    `subagent_core.kit.OUTPUT_TRUNCATION_MARKER`).
 
     With `sole_prompt=True` (a session that only this run prompts) a root receipt event that
     does not carry this prompt's `messageId` is a protocol error instead of a wait that could

@@ -21,9 +21,9 @@ The line reader, its frame limit and error, and the stdio streams are `subagent_
 home for each), re-exported here so a runtime needs only this module.
 """
 
-from subagent_core import DEFAULT_MAX_FRAME_BYTES as DEFAULT_MAX_FRAME_BYTES
-from subagent_core import FrameTooLargeError as FrameTooLargeError
-from subagent_core import open_stdio_streams as open_stdio_streams
+from subagent_core.kit import DEFAULT_MAX_FRAME_BYTES as DEFAULT_MAX_FRAME_BYTES
+from subagent_core.kit import FrameTooLargeError as FrameTooLargeError
+from subagent_core.kit import open_stdio_streams as open_stdio_streams
 
 from ._framing import ErrorObject as ErrorObject
 from ._framing import Frame as Frame

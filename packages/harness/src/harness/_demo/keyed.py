@@ -10,7 +10,8 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from subagent_core import SubagentResult, child_env, open_managed_process
+from subagent_core import SubagentResult, child_env
+from subagent_core.kit import open_managed_process
 
 from harness._config import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
 from harness._providers import HARNESS_ARGV

@@ -1,0 +1,80 @@
+"""Deadlines for out-of-process children: a bound on the start and on silence.
+
+A child that stops talking must not hang a run until the parent cancels. Every out-of-process
+provider bounds two spans:
+
+- startup (`startup_timeout_seconds`, default 60 s): spawn to publication. On expiry the
+  provider rolls back and raises a start error `stage: <handshake stage>; category: timeout`.
+- idle (`idle_timeout_seconds`, default 1800 s): after publication, the longest time with no
+  frame at all from the child. On expiry the provider sends its cancel message and the run ends
+  `error` + `stage: <turn stage>; category: timeout`, partial output kept.
+
+`None` disables a deadline. `IdleDeadline` costs nothing per frame beyond storing a clock
+reading: the waiter sleeps until the earliest possible expiry and re-checks, so a chatty child
+does not arm and disarm a timer per frame.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final, cast
+
+import anyio
+
+DEFAULT_STARTUP_TIMEOUT_SECONDS: Final = 60.0
+"""Spawn to publication: a handshake slower than this is treated as a hung child."""
+DEFAULT_IDLE_TIMEOUT_SECONDS: Final = 1800.0
+"""The longest silence after publication; long tool runs and slow models fit inside it."""
+
+
+def check_timeout(value: object, *, owner: str, name: str) -> float | None:
+    """Validates a deadline setting: `None`, or a positive finite number of seconds.
+
+    Raises:
+        ValueError: `<owner>.<name> must be None or a positive finite number of seconds`.
+    """
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"{owner}.{name} must be None or a positive finite number of seconds")
+    return float(cast(float, value))
+
+
+class IdleDeadline:
+    """Expires after `seconds` without a `touch()`; `None` never expires.
+
+    One producer touches it (the task reading the child), one waiter awaits `expired()`.
+    """
+
+    __slots__ = ("_last", "_seconds")
+
+    def __init__(self, seconds: float | None) -> None:
+        self._seconds = seconds
+        self._last = anyio.current_time() if seconds is not None else 0.0
+
+    @property
+    def seconds(self) -> float | None:
+        """The bound on silence, or `None`."""
+        return self._seconds
+
+    def touch(self) -> None:
+        """Records that the child said something (any frame counts)."""
+        if self._seconds is not None:
+            self._last = anyio.current_time()
+
+    async def expired(self) -> None:
+        """Returns once the child has been silent for the whole bound."""
+        seconds = self._seconds
+        if seconds is None:
+            await anyio.sleep_forever()
+            return
+        while True:
+            remaining = self._last + seconds - anyio.current_time()
+            if remaining <= 0:
+                return
+            await anyio.sleep(remaining)

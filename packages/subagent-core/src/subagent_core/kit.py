@@ -1,0 +1,119 @@
+"""subagent-core's provider-author face: what writing a provider takes and using one does not.
+
+Users of providers import `subagent_core`; authors of providers (the ACP, SDK, Claude and Codex
+providers here, or a new one) also import this module for the shared mechanisms, so each has one
+home:
+
+- framing and stdio: `LineReader`, `FrameTooLargeError`, `open_stdio_streams`, `drain_ended`;
+- processes and containment: `open_managed_process`, `ManagedProcess`, `ProcessOutcome`,
+  `SpawnError`, `ChildCommand`;
+- tasks and closing: `OwnedTask`, `AsyncClosing`, `ClosableProvider`;
+- safe text: `failure_line`, `permission_line`, `bound_diagnostic`, `safe_tool_kind`,
+  `compose_start_error`, `aborted_before_start_text`, `BoundedText`;
+- events: `EventBuffer` and the normalisers that force child values into closed sets;
+- permission: `check_permission`, `PermissionGate`, `fixed_policy`;
+- deadlines: `check_timeout`, `IdleDeadline` and the defaults;
+- checked values: `safe_cost`, `parse_structured_output`.
+"""
+
+from ._bounded_text import DEFAULT_MAX_OUTPUT_BYTES as DEFAULT_MAX_OUTPUT_BYTES
+from ._bounded_text import OUTPUT_TRUNCATION_MARKER as OUTPUT_TRUNCATION_MARKER
+from ._bounded_text import BoundedText as BoundedText
+from ._closing import AsyncClosing as AsyncClosing
+from ._command import ChildCommand as ChildCommand
+from ._deadlines import DEFAULT_IDLE_TIMEOUT_SECONDS as DEFAULT_IDLE_TIMEOUT_SECONDS
+from ._deadlines import DEFAULT_STARTUP_TIMEOUT_SECONDS as DEFAULT_STARTUP_TIMEOUT_SECONDS
+from ._deadlines import IdleDeadline as IdleDeadline
+from ._deadlines import check_timeout as check_timeout
+from ._diagnostics import ACP_TOOL_KINDS as ACP_TOOL_KINDS
+from ._diagnostics import FailureCategory as FailureCategory
+from ._diagnostics import PermissionProtocol as PermissionProtocol
+from ._diagnostics import bound_diagnostic as bound_diagnostic
+from ._diagnostics import failure_line as failure_line
+from ._diagnostics import permission_line as permission_line
+from ._diagnostics import safe_tool_kind as safe_tool_kind
+from ._errors import ChildKind as ChildKind
+from ._errors import aborted_before_start_text as aborted_before_start_text
+from ._errors import compose_start_error as compose_start_error
+from ._events import DEFAULT_EVENT_CAPACITY as DEFAULT_EVENT_CAPACITY
+from ._events import EventBuffer as EventBuffer
+from ._events import permission_decision as permission_decision
+from ._events import permission_policy as permission_policy
+from ._events import plan_entry_priority as plan_entry_priority
+from ._events import plan_entry_status as plan_entry_status
+from ._events import tool_call_status as tool_call_status
+from ._events import tool_kind as tool_kind
+from ._framing import DEFAULT_MAX_FRAME_BYTES as DEFAULT_MAX_FRAME_BYTES
+from ._framing import FrameTooLargeError as FrameTooLargeError
+from ._framing import LineReader as LineReader
+from ._owned_task import OwnedTask as OwnedTask
+from ._permission import ALLOW_KINDS as ALLOW_KINDS
+from ._permission import OPTION_KINDS as OPTION_KINDS
+from ._permission import REFUSED_DECISIONS as REFUSED_DECISIONS
+from ._permission import REJECT_KINDS as REJECT_KINDS
+from ._permission import PermissionGate as PermissionGate
+from ._permission import check_permission as check_permission
+from ._permission import fixed_policy as fixed_policy
+from ._pipe_reader import drain_ended as drain_ended
+from ._process import ManagedProcess as ManagedProcess
+from ._process import ProcessOutcome as ProcessOutcome
+from ._process import SpawnError as SpawnError
+from ._process import open_managed_process as open_managed_process
+from ._run import ClosableProvider as ClosableProvider
+from ._run import new_run_id as new_run_id
+from ._stdio import open_stdio_streams as open_stdio_streams
+from ._structured import StructuredOutputError as StructuredOutputError
+from ._structured import parse_structured_output as parse_structured_output
+from ._structured import safe_cost as safe_cost
+
+__all__ = [
+    "ACP_TOOL_KINDS",
+    "ALLOW_KINDS",
+    "DEFAULT_EVENT_CAPACITY",
+    "DEFAULT_IDLE_TIMEOUT_SECONDS",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_MAX_OUTPUT_BYTES",
+    "DEFAULT_STARTUP_TIMEOUT_SECONDS",
+    "OPTION_KINDS",
+    "OUTPUT_TRUNCATION_MARKER",
+    "REFUSED_DECISIONS",
+    "REJECT_KINDS",
+    "AsyncClosing",
+    "BoundedText",
+    "ChildCommand",
+    "ChildKind",
+    "ClosableProvider",
+    "EventBuffer",
+    "FailureCategory",
+    "FrameTooLargeError",
+    "IdleDeadline",
+    "LineReader",
+    "ManagedProcess",
+    "OwnedTask",
+    "PermissionGate",
+    "PermissionProtocol",
+    "ProcessOutcome",
+    "SpawnError",
+    "StructuredOutputError",
+    "aborted_before_start_text",
+    "bound_diagnostic",
+    "check_permission",
+    "check_timeout",
+    "compose_start_error",
+    "drain_ended",
+    "failure_line",
+    "fixed_policy",
+    "new_run_id",
+    "open_managed_process",
+    "open_stdio_streams",
+    "parse_structured_output",
+    "permission_decision",
+    "permission_line",
+    "permission_policy",
+    "plan_entry_priority",
+    "plan_entry_status",
+    "safe_cost",
+    "safe_tool_kind",
+    "tool_call_status",
+    "tool_kind",
+]
