@@ -18,9 +18,9 @@ from acp.schema import (
     SseMcpServer,
     ToolCallProgress,
 )
-from harness._acp_server import _prompt_text
-from harness._agent_server_mcp import mcp_servers_from_acp
-from harness._agent_server_updates import Updates
+from harness._agent_servers.acp_mcp import mcp_servers_from_acp
+from harness._agent_servers.acp_server import _prompt_text
+from harness._agent_servers.acp_updates import Updates
 from model_agent import MCPHTTPServer, MCPStdioServer
 
 
@@ -125,9 +125,9 @@ def test_sse_and_unusable_mcp_servers_are_invalid_params(tmp_path: Path) -> None
 async def test_idle_sessions_past_the_bound_leave_memory_and_reopen_from_the_store(
     tmp_path: Path,
 ) -> None:
-    from harness._acp_server import MAX_OPEN_SESSIONS, HarnessACPAgent
+    from harness._agent_servers.acp_server import MAX_OPEN_SESSIONS, HarnessACPAgent
+    from harness._agent_servers.session_store import SessionStore
     from harness._endpoint import ResolvedEndpoint
-    from harness._session_store import SessionStore
 
     store = SessionStore(tmp_path / "state", "acp")
     agent = HarnessACPAgent(

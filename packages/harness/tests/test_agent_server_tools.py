@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness._agent_server_tools import MAX_TITLE_CHARS, cut, describe
+from harness._agent_servers.tool_views import MAX_TITLE_CHARS, cut, describe
 
 
 def test_a_command_is_titled_by_itself_and_bounded(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_cut_marks_what_it_cuts() -> None:
 
 
 def test_child_activity_is_bounded_and_lists_the_latest_tools() -> None:
-    from harness._agent_server_tools import (
+    from harness._agent_servers.tool_views import (
         MAX_CHILD_TEXT_CHARS,
         MAX_CHILD_TOOL_LINES,
         ChildActivity,

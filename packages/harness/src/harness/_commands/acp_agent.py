@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from harness._agent_server_options import (
+from harness._agent_servers.options import (
     LogFileOption,
     StateDirOption,
     VerboseOption,
@@ -55,7 +55,7 @@ def acp_agent(
     """
     from pathlib import Path
 
-    from harness._acp_server import serve_acp
+    from harness._agent_servers.acp_stdio import serve_acp
     from harness._config import load_config
     from harness._endpoint import resolve_endpoint
 

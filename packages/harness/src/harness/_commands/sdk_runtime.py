@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from harness._agent_server_options import (
+from harness._agent_servers.options import (
     LogFileOption,
     StateDirOption,
     VerboseOption,
@@ -41,9 +41,9 @@ def sdk_runtime(
     """
     from pathlib import Path
 
+    from harness._agent_servers.sdk_server import serve_sdk
     from harness._config import load_config
     from harness._endpoint import resolve_endpoint
-    from harness._sdk_server import serve_sdk
 
     settings = load_config(config, workspace=Path.cwd())
     endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)

@@ -168,9 +168,11 @@ class ChildActivity:
     """The child's tool calls by id: (title, status), in start order."""
 
     def add_text(self, text: str) -> None:
+        """Appends the child's text (only the latest part is kept, bounded)."""
         self.text = (self.text + text)[-MAX_CHILD_TEXT_CHARS:]
 
     def tool(self, call_id: str, title: str, status: str) -> None:
+        """Records a child's tool call and its latest status."""
         tools = self.tools if self.tools is not None else {}
         tools[call_id] = (title, status)
         while len(tools) > MAX_CHILD_TOOL_LINES:
@@ -178,6 +180,7 @@ class ChildActivity:
         self.tools = tools
 
     def render(self, *, with_text: bool = True) -> str:
+        """The child's activity as text: its description, tool calls and (optionally) text."""
         lines = [f"Subagent: {_one_line(self.description)}"]
         for title, status in (self.tools or {}).values():
             lines.append(f"- {title} ({status})")

@@ -35,6 +35,7 @@ class Updates:
     """
 
     def __init__(self) -> None:
+        """An empty queue for one turn."""
         self._items: deque[Update] = deque()
         self._ready = anyio.Event()
         self._drained = anyio.Event()
@@ -42,6 +43,7 @@ class Updates:
         self._closed = False
 
     def put(self, update: Update) -> None:
+        """Queues an update without waiting (merging into what already waits)."""
         last = self._items[-1] if self._items else None
         if (
             isinstance(update, AgentMessageChunk | AgentThoughtChunk)
@@ -74,6 +76,7 @@ class Updates:
         self._ready.set()
 
     def close(self) -> None:
+        """No more updates: the pump sends what waits and ends."""
         self._closed = True
         self._ready.set()
 

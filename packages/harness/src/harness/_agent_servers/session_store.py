@@ -67,6 +67,7 @@ class TranscriptEntry:
     paths: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
+        """The entry as stored (JSON-ready)."""
         data: dict[str, Any] = {"role": self.role, "text": self.text}
         if self.role == "tool":
             data.update(
@@ -138,6 +139,7 @@ class StoredSession:
             self.title = " ".join(entry.text.split())[:MAX_TITLE_CHARS]
 
     def to_json(self) -> dict[str, Any]:
+        """The session as stored (JSON-ready)."""
         return {
             "format": SESSION_FORMAT,
             "sessionId": self.session_id,
@@ -210,10 +212,12 @@ class SessionStore:
     """
 
     def __init__(self, state_dir: Path, kind: Literal["acp", "sdk"]) -> None:
+        """A store of `kind` sessions under `state_dir`."""
         self._dir = state_dir / "sessions" / kind
 
     @property
     def directory(self) -> Path:
+        """Where this kind's session files live."""
         return self._dir
 
     def _path(self, session_id: str) -> Path:

@@ -13,6 +13,8 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 
+from harness._agent_factory import agent_config
+from harness._endpoint import ResolvedEndpoint
 from model_agent import (
     Agent,
     AgentEvent,
@@ -27,10 +29,8 @@ from model_agent import (
 )
 from subagent_core import CancelSignal
 
-from ._agent_factory import agent_config
-from ._agent_server_tools import MAX_OUTPUT_BYTES, cut, describe
-from ._endpoint import ResolvedEndpoint
-from ._session_store import SessionStore, StoredSession, TranscriptEntry
+from .session_store import SessionStore, StoredSession, TranscriptEntry
+from .tool_views import MAX_OUTPUT_BYTES, cut, describe
 
 _log = logging.getLogger("harness.sessions")
 
@@ -47,6 +47,7 @@ class Conversation:
         max_steps: int,
         approve: ApprovalCallback | None = None,
     ) -> None:
+        """A conversation over `stored`, saved to `store` after each turn."""
         self.stored = stored
         self._store = store
         self._endpoint = endpoint
@@ -55,6 +56,7 @@ class Conversation:
 
     @property
     def session_id(self) -> str:
+        """The session id this conversation belongs to."""
         return self.stored.session_id
 
     def set_endpoint(self, endpoint: ResolvedEndpoint) -> None:
@@ -62,6 +64,7 @@ class Conversation:
         self._endpoint = endpoint
 
     async def save(self) -> None:
+        """Writes the session record to the store."""
         await self._store.save(self.stored)
 
     async def run(

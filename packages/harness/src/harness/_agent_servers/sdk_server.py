@@ -22,6 +22,8 @@ from typing import Literal
 
 import anyio
 import anyio.abc
+from harness._endpoint import ResolvedEndpoint
+from harness._version import VERSION
 from model_agent import (
     AgentEvent,
     AgentStatus,
@@ -38,11 +40,9 @@ from subagent_core import CancelSignal
 from subagent_core.kit import open_stdio_streams
 from subagent_sdk import wire
 
-from ._agent_server_stdio import stdin_lines
-from ._conversation import Conversation
-from ._endpoint import ResolvedEndpoint
-from ._session_store import SessionStore, StoredSession, now_iso
-from ._version import VERSION
+from .conversation import Conversation
+from .session_store import SessionStore, StoredSession, now_iso
+from .stdin_lines import stdin_lines
 
 _log = logging.getLogger("harness.sdk_runtime")
 
@@ -106,6 +106,7 @@ class SDKRuntime:
         writer: wire.FrameWriter,
         store: SessionStore,
     ) -> None:
+        """A runtime serving sessions stored in `store`, on `endpoint`."""
         self._endpoint = endpoint
         self._store = store
         self._mode: Literal["ask", "execute"] = mode

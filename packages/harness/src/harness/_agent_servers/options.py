@@ -33,8 +33,8 @@ LogFileOption = Annotated[
 
 def prepare_server(*, state_dir: Path | None, verbose: bool, log_file: Path | None) -> Path:
     """Configures host logging and returns the state directory to use."""
-    from ._agent_server_logging import configure_host_logging
-    from ._session_store import default_state_dir
+    from .host_logging import configure_host_logging
+    from .session_store import default_state_dir
 
     configure_host_logging(verbose=verbose, log_file=log_file)
     return (state_dir or default_state_dir()).expanduser().resolve()

@@ -1,7 +1,7 @@
-"""`harness acp-agent`: the direct-model agent behind the official `acp` SDK, on stdio.
+"""`harness acp-agent`'s agent: sessions, modes, config options and prompts.
 
-This module (with `_agent_server_updates` and `_agent_server_mcp`) is where the asyncio-only
-`acp` SDK serves; `import acp` happens only when the command runs. A session
+This module (with the other `acp_*` modules) is where the asyncio-only `acp` SDK serves;
+`import acp` happens only when the command runs. A session
 is a conversation (`Conversation`): each `session/prompt` continues its history, and every
 session is stored under the state directory, so `session/list`, `session/load` (the history
 replayed as updates) and `session/resume` work across restarts. Modes `ask`/`execute` are
@@ -22,29 +22,19 @@ import dataclasses
 import json
 import logging
 import os
-import sys
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
-import anyio.abc
 from acp import PROTOCOL_VERSION, RequestError
 from acp.core import AgentSideConnection
 from acp.helpers import (
-    text_block,
-    tool_content,
-    tool_diff_content,
-    update_agent_message_text,
-    update_agent_thought_text,
     update_current_mode,
-    update_user_message_text,
 )
 from acp.schema import (
     AgentCapabilities,
-    AllowedOutcome,
     AuthenticateResponse,
     AuthEnvVar,
     ConfigOptionUpdate,
@@ -56,7 +46,6 @@ from acp.schema import (
     LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
-    PermissionOption,
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
@@ -76,48 +65,25 @@ from acp.schema import (
     StopReason,
     TextContentBlock,
     TextResourceContents,
-    ToolCallLocation,
-    ToolCallProgress,
-    ToolCallStart,
-    ToolCallUpdate,
 )
+from harness._config import API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
+from harness._endpoint import ResolvedEndpoint
+from harness._version import VERSION
 from model_agent import (
     AgentEvent,
     AgentStatus,
-    ChildEnded,
-    ChildEvent,
-    ChildStarted,
-    MCPServer,
-    ReasoningDelta,
-    TextDelta,
-    ToolEnded,
-    ToolStarted,
 )
 from subagent_core import CancelSignal
-from subagent_core.kit import open_stdio_streams
 
-from ._agent_server_mcp import mcp_servers_from_acp
-from ._agent_server_stdio import stdin_lines
-from ._agent_server_tools import (
-    ASKS_APPROVAL,
-    MAX_OUTPUT_BYTES,
-    ChildActivity,
-    ToolView,
-    cut,
-    describe,
-)
-from ._agent_server_updates import Update, Updates
-from ._config import API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
-from ._conversation import Conversation
-from ._endpoint import ResolvedEndpoint
-from ._session_store import SessionMode as ModeId
-from ._session_store import SessionStore, StoredSession, TranscriptEntry
-from ._version import VERSION
+from .acp_mcp import mcp_servers_from_acp
+from .acp_tool_calls import ACPSession, ask_client, replayed, update_for
+from .acp_updates import Updates
+from .conversation import Conversation
+from .session_store import SessionMode as ModeId
+from .session_store import SessionStore, StoredSession
 
 _log = logging.getLogger("harness.acp_agent")
 
-SHUTDOWN_GRACE_SECONDS = 15.0
-"""How long EOF/SIGTERM waits for cancelled turns to clean up their commands and children."""
 MAX_OPEN_SESSIONS = 64
 """Sessions kept in memory; older idle ones are reopened from the store when used again."""
 LIST_PAGE_SIZE = 50
@@ -147,59 +113,18 @@ _MODES: dict[ModeId, SessionMode] = {
         description="May change files and run commands (each action asked for first).",
     ),
 }
-_ALLOW_OPTION = "allow-once"
-_REJECT_OPTION = "reject-once"
 
 
 class TurnFailedError(RequestError):
     """A failed turn: JSON-RPC -32603 `Internal error` with no `data` (model text is not safe)."""
 
     def __init__(self) -> None:
+        """A failed turn's error, with no data."""
         super().__init__(-32603, "Internal error")
 
     def to_error_obj(self) -> dict[str, Any]:
+        """The error object as sent: code and the fixed message only."""
         return {"code": self.code, "message": "Internal error"}
-
-
-@dataclass(slots=True)
-class _Session:
-    conversation: Conversation
-    cancel: CancelSignal | None = None
-    """The running turn's signal; None while idle."""
-    updates: Updates | None = None
-    """The running turn's outgoing updates."""
-    last_call: dict[str, str] = field(default_factory=dict[str, str])
-    """Tool name → id of its latest started call, so a permission request names the call."""
-    views: dict[str, ToolView] = field(default_factory=dict[str, ToolView])
-    children: dict[str, tuple[str, ChildActivity]] = field(
-        default_factory=dict[str, tuple[str, ChildActivity]]
-    )
-    """Running delegated children by child id: (the delegate call's id, what it does)."""
-    finished_children: dict[str, ChildActivity] = field(default_factory=dict[str, ChildActivity])
-    child_calls: dict[str, bool] = field(default_factory=dict[str, bool])
-    """A running child's tool calls by id: whether the client was shown it (to approve it)."""
-    """Ended children by delegate call id, until that call's own end is shown."""
-    mcp_servers: tuple[MCPServer, ...] = ()
-    """The client's MCP servers for this session (from new/load/resume; never stored)."""
-
-    @property
-    def id(self) -> str:
-        return self.conversation.session_id
-
-    @property
-    def stored(self) -> StoredSession:
-        return self.conversation.stored
-
-
-def _locations(view: ToolView) -> list[ToolCallLocation] | None:
-    return [ToolCallLocation(path=path) for path in view.paths] or None
-
-
-def _diff_content(view: ToolView) -> list[Any] | None:
-    if view.diff is None:
-        return None
-    diff = view.diff
-    return [tool_diff_content(diff.path, diff.new_text, diff.old_text)]
 
 
 def _prompt_text(blocks: Sequence[Any]) -> str:
@@ -234,18 +159,20 @@ class HarnessACPAgent:
         max_steps: int,
         store: SessionStore,
     ) -> None:
+        """An agent serving sessions stored in `store`, on `endpoint`."""
         self._endpoint = endpoint
         self._mode: ModeId = mode
         self._ask_permission = ask_permission
         self._max_steps = max_steps
         self._store = store
         self._conn: AgentSideConnection | None = None
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, ACPSession] = {}
         self._running = 0
         self._idle: anyio.Event | None = None
         self._closing = False
 
     def on_connect(self, conn: AgentSideConnection) -> None:
+        """The SDK hands over the connection once it exists."""
         self._conn = conn
 
     # -- auth -------------------------------------------------------------------------------
@@ -260,6 +187,7 @@ class HarnessACPAgent:
             raise RequestError.auth_required({"authMethods": [AUTH_METHOD_ID]})
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        """ACP `authenticate`: the key comes from the environment; this only checks it is there."""
         if method_id != AUTH_METHOD_ID:
             raise RequestError.invalid_params({"methodId": "unknown auth method"})
         key = os.environ.get(API_KEY_ENV) or None
@@ -279,6 +207,7 @@ class HarnessACPAgent:
         client_info: object = None,
         **kwargs: Any,
     ) -> InitializeResponse:
+        """ACP `initialize`: capabilities, modes, the env-var auth method."""
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -310,11 +239,11 @@ class HarnessACPAgent:
             raise RequestError.invalid_params({"cwd": "must be an absolute, existing directory"})
         return Path(await workspace.resolve())
 
-    def _open(self, stored: StoredSession) -> _Session:
-        session_holder: list[_Session] = []
+    def _open(self, stored: StoredSession) -> ACPSession:
+        session_holder: list[ACPSession] = []
 
         async def approve(tool_name: str, arguments: Mapping[str, Any]) -> bool:
-            return await self._approve(session_holder[0], tool_name, arguments)
+            return await ask_client(self._conn, session_holder[0], tool_name, arguments)
 
         conversation = Conversation(
             stored,
@@ -323,7 +252,7 @@ class HarnessACPAgent:
             max_steps=self._max_steps,
             approve=approve if self._ask_permission else None,
         )
-        session = _Session(conversation=conversation)
+        session = ACPSession(conversation=conversation)
         session_holder.append(session)
         self._sessions[session.id] = session
         self._evict_idle()
@@ -348,6 +277,7 @@ class HarnessACPAgent:
         additional_directories: object = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
+        """ACP `session/new`: a stored session in an absolute, existing workspace."""
         self._require_auth()
         workspace = await self._workspace(cwd)
         servers = mcp_servers_from_acp(mcp_servers, workspace)
@@ -366,7 +296,7 @@ class HarnessACPAgent:
             config_options=self._config_options(stored),
         )
 
-    async def _find(self, session_id: str, cwd: str, mcp_servers: object) -> _Session:
+    async def _find(self, session_id: str, cwd: str, mcp_servers: object) -> ACPSession:
         workspace = await self._workspace(cwd)
         servers = mcp_servers_from_acp(mcp_servers, workspace)
         session = self._sessions.get(session_id)
@@ -388,6 +318,7 @@ class HarnessACPAgent:
         additional_directories: object = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
+        """ACP `session/load`: reopens a stored session and replays its history as updates."""
         session = await self._find(session_id, cwd, mcp_servers)
         await self._replay(session)
         return LoadSessionResponse(
@@ -403,6 +334,7 @@ class HarnessACPAgent:
         mcp_servers: object = None,
         **kwargs: Any,
     ) -> ResumeSessionResponse:
+        """ACP `session/resume`: reopens a stored session without replaying it."""
         session = await self._find(session_id, cwd, mcp_servers)
         return ResumeSessionResponse(
             modes=self._mode_state(session.stored),
@@ -412,6 +344,7 @@ class HarnessACPAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
+        """ACP `session/list`: stored sessions, newest first, a page at a time."""
         start = 0
         if cursor is not None:
             if not cursor.isdigit():
@@ -434,13 +367,13 @@ class HarnessACPAgent:
             next_cursor=str(following) if following < len(sessions) else None,
         )
 
-    async def _replay(self, session: _Session) -> None:
+    async def _replay(self, session: ACPSession) -> None:
         """Sends the stored transcript as the updates a client would have seen."""
         conn = self._conn
         if conn is None:
             return
         for entry in list(session.stored.transcript):
-            update = _replayed(entry)
+            update = replayed(entry)
             try:
                 await conn.session_update(session_id=session.id, update=update)
             except Exception:
@@ -486,7 +419,7 @@ class HarnessACPAgent:
             ),
         ]
 
-    async def _known(self, session_id: str) -> _Session:
+    async def _known(self, session_id: str) -> ACPSession:
         """An open session, or one reopened from the store (after eviction or a restart)."""
         session = self._sessions.get(session_id)
         if session is None:
@@ -499,7 +432,7 @@ class HarnessACPAgent:
             self._sessions[session_id] = self._sessions.pop(session_id)
         return session
 
-    async def _notify(self, session: _Session, update: Any) -> None:
+    async def _notify(self, session: ACPSession, update: Any) -> None:
         conn = self._conn
         if conn is None:
             return
@@ -508,7 +441,7 @@ class HarnessACPAgent:
         except Exception:
             _log.debug("dropping a session/update: the client is gone")
 
-    async def _set_mode(self, session: _Session, mode_id: str) -> None:
+    async def _set_mode(self, session: ACPSession, mode_id: str) -> None:
         if mode_id not in _MODES:
             raise RequestError.invalid_params({"modeId": "unknown mode"})
         session.stored.mode = "ask" if mode_id == "ask" else "execute"
@@ -518,6 +451,7 @@ class HarnessACPAgent:
     async def set_session_mode(
         self, session_id: str, mode_id: str, **kwargs: Any
     ) -> SetSessionModeResponse:
+        """ACP `session/set_mode`: `ask` or `execute`."""
         session = await self._known(session_id)
         await self._set_mode(session, mode_id)
         await self._notify(
@@ -532,6 +466,7 @@ class HarnessACPAgent:
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
     ) -> SetSessionConfigOptionResponse:
+        """ACP `session/set_config_option`: the mode or the model."""
         session = await self._known(session_id)
         if config_id == MODE_OPTION_ID and isinstance(value, str):
             await self._set_mode(session, value)
@@ -547,11 +482,13 @@ class HarnessACPAgent:
     # -- prompts ----------------------------------------------------------------------------
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """ACP `session/cancel`: fires the running turn's cancel signal."""
         session = self._sessions.get(session_id)
         if session is not None and session.cancel is not None:
             session.cancel.cancel()
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        """ACP `session/prompt`: one turn of the session's conversation, updates sent first."""
         self._require_auth()
         session = await self._known(session_id)
         if session.cancel is not None:
@@ -596,10 +533,10 @@ class HarnessACPAgent:
         return PromptResponse(stop_reason=stop_reason)
 
     async def _turn(
-        self, session: _Session, text: str, cancel: CancelSignal, updates: Updates
+        self, session: ACPSession, text: str, cancel: CancelSignal, updates: Updates
     ) -> AgentStatus | None:
         def observe(event: AgentEvent) -> None:
-            update = self._update_for(session, event)
+            update = update_for(session, event, ask_permission=self._ask_permission)
             if update is not None:
                 updates.put(update)
 
@@ -614,162 +551,6 @@ class HarnessACPAgent:
             _log.warning("turn failed in session %s: %s", session.id, result.error)
         return result.status
 
-    def _asks_approval(self, session: _Session, name: str) -> bool:
-        return self._ask_permission and session.stored.mode == "execute" and name in ASKS_APPROVAL
-
-    def _update_for(self, session: _Session, event: AgentEvent) -> Update | None:
-        if isinstance(event, TextDelta):
-            return update_agent_message_text(event.text) if event.text else None
-        if isinstance(event, ReasoningDelta):
-            return update_agent_thought_text(event.text) if event.text else None
-        if isinstance(event, ToolStarted):
-            view = describe(event.name, event.arguments, session.stored.cwd)
-            session.views[event.call_id] = view
-            session.last_call[event.name] = event.call_id
-            pending = self._asks_approval(session, event.name)
-            return ToolCallStart(
-                session_update="tool_call",
-                tool_call_id=event.call_id,
-                title=view.title,
-                kind=view.kind,
-                status="pending" if pending else "in_progress",
-                content=_diff_content(view),
-                locations=_locations(view),
-                raw_input=view.arguments,
-            )
-        if isinstance(event, ToolEnded):
-            view = session.views.pop(event.call_id, None)
-            output = cut(event.content, MAX_OUTPUT_BYTES)
-            content: list[Any] | None = [tool_content(text_block(output))] if output else None
-            if view is not None and view.diff is not None and not event.is_error:
-                content = None  # the diff shown at the start stays the call's content
-            child = session.finished_children.pop(event.call_id, None)
-            if child is not None:
-                # The child's own tool calls stay listed above its answer.
-                content = [
-                    tool_content(text_block(child.render(with_text=False))),
-                    *(content or []),
-                ]
-            return ToolCallProgress(
-                session_update="tool_call_update",
-                tool_call_id=event.call_id,
-                status="failed" if event.is_error else "completed",
-                content=content,
-            )
-        return self._child_update(session, event)
-
-    def _child_update(self, session: _Session, event: AgentEvent) -> Update | None:
-        """A delegated child's activity as an update of its `subagent_delegate` call."""
-        if isinstance(event, ChildStarted):
-            call_id = session.last_call.get("subagent_delegate")
-            if call_id is None:
-                return None
-            activity = ChildActivity(event.description)
-            session.children[event.child_id] = (call_id, activity)
-            return _activity_update(call_id, activity)
-        if isinstance(event, ChildEnded):
-            found = session.children.pop(event.child_id, None)
-            if found is None:
-                return None
-            session.finished_children[found[0]] = found[1]
-            return _activity_update(*found)
-        if not isinstance(event, ChildEvent) or event.child_id not in session.children:
-            return None
-        call_id, activity = session.children[event.child_id]
-        inner = event.event
-        if isinstance(inner, TextDelta):
-            activity.add_text(inner.text)
-        elif isinstance(inner, ToolStarted):
-            view = describe(inner.name, inner.arguments, session.stored.cwd)
-            activity.tool(inner.call_id, view.title, "in_progress")
-            # Known by id, so a child action asked about is shown as its own tool call.
-            session.last_call[inner.name] = inner.call_id
-            session.views[inner.call_id] = view
-            session.child_calls[inner.call_id] = False
-        elif isinstance(inner, ToolEnded):
-            title = (activity.tools or {}).get(inner.call_id, (inner.name, ""))[0]
-            status = "failed" if inner.is_error else "completed"
-            activity.tool(inner.call_id, title, status)
-            session.views.pop(inner.call_id, None)
-            if session.child_calls.pop(inner.call_id, False) and session.updates is not None:
-                session.updates.put(
-                    ToolCallProgress(
-                        session_update="tool_call_update",
-                        tool_call_id=inner.call_id,
-                        status=status,
-                        content=[tool_content(text_block(cut(inner.content, MAX_OUTPUT_BYTES)))]
-                        if inner.content
-                        else None,
-                    )
-                )
-        else:
-            return None
-        return _activity_update(call_id, activity)
-
-    async def _approve(
-        self, session: _Session, tool_name: str, arguments: Mapping[str, Any]
-    ) -> bool:
-        """Asks the client; Ask mode refuses whatever it is asked (the agent re-checks too)."""
-        conn = self._conn
-        cancel = session.cancel
-        updates = session.updates
-        if conn is None or cancel is None or cancel.cancelled or session.stored.mode != "execute":
-            return False
-        call_id = session.last_call.get(tool_name) or f"call_{uuid.uuid4().hex}"
-        view = session.views.get(call_id) or describe(
-            tool_name, json.dumps(dict(arguments)), session.stored.cwd
-        )
-        if updates is not None:
-            if session.child_calls.get(call_id) is False:
-                # A delegated child's action: shown as a tool call of its own to be approved.
-                session.child_calls[call_id] = True
-                updates.put(
-                    ToolCallStart(
-                        session_update="tool_call",
-                        tool_call_id=call_id,
-                        title=view.title,
-                        kind=view.kind,
-                        status="pending",
-                        content=_diff_content(view),
-                        locations=_locations(view),
-                        raw_input=view.arguments,
-                    )
-                )
-            await updates.flush()  # the client sees the call before the question about it
-        allowed = False
-        with cancel.cancel_scope():
-            try:
-                response = await conn.request_permission(
-                    session_id=session.id,
-                    tool_call=ToolCallUpdate(
-                        tool_call_id=call_id,
-                        title=view.title,
-                        kind=view.kind,
-                        status="pending",
-                        locations=_locations(view),
-                        raw_input=view.arguments,
-                    ),
-                    options=[
-                        PermissionOption(option_id=_ALLOW_OPTION, name="Allow", kind="allow_once"),
-                        PermissionOption(
-                            option_id=_REJECT_OPTION, name="Reject", kind="reject_once"
-                        ),
-                    ],
-                )
-            except Exception:
-                _log.debug("the permission request failed; treating it as a refusal")
-            else:
-                outcome = response.outcome
-                allowed = isinstance(outcome, AllowedOutcome) and outcome.option_id == _ALLOW_OPTION
-        allowed = allowed and not cancel.cancelled and session.stored.mode == "execute"
-        if allowed and updates is not None:
-            updates.put(
-                ToolCallProgress(
-                    session_update="tool_call_update", tool_call_id=call_id, status="in_progress"
-                )
-            )
-        return allowed
-
     # -- shutdown ---------------------------------------------------------------------------
 
     def cancel_all(self) -> None:
@@ -783,138 +564,3 @@ class HarnessACPAgent:
         """Returns once no turn is running."""
         if self._running and self._idle is not None:
             await self._idle.wait()
-
-
-def _activity_update(call_id: str, activity: ChildActivity) -> ToolCallProgress:
-    return ToolCallProgress(
-        session_update="tool_call_update",
-        tool_call_id=call_id,
-        content=[tool_content(text_block(activity.render()))],
-    )
-
-
-def _replayed(entry: TranscriptEntry) -> Any:
-    if entry.role == "user":
-        return update_user_message_text(entry.text)
-    if entry.role == "agent":
-        return update_agent_message_text(entry.text)
-    if entry.role == "thought":
-        return update_agent_thought_text(entry.text)
-    status = entry.status if entry.status in ("completed", "failed") else "completed"
-    return ToolCallStart(
-        session_update="tool_call",
-        tool_call_id=entry.call_id or f"call_{uuid.uuid4().hex}",
-        title=entry.title or "tool",
-        kind=cast(Any, entry.kind) if entry.kind else "other",
-        status=status,
-        content=[tool_content(text_block(entry.text))] if entry.text else None,
-        locations=[ToolCallLocation(path=path) for path in entry.paths] or None,
-    )
-
-
-async def _watch_signals(agent: HarnessACPAgent, scope: anyio.CancelScope) -> None:
-    if sys.platform == "win32":
-        return
-    import signal
-
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async for _ in signals:
-            agent.cancel_all()
-            scope.cancel()
-            return
-
-
-class _StdioTransport:
-    """The SDK's message-level `Transport` over our stdin/stdout (bounded input lines).
-
-    It counts the client's requests that have no response yet, so that at stdin EOF (a client
-    that wrote its requests and closed its end) every request read is still answered before
-    the connection closes.
-    """
-
-    def __init__(
-        self, receive: anyio.abc.ByteReceiveStream, send: anyio.abc.ByteSendStream
-    ) -> None:
-        self._lines = stdin_lines(receive)
-        self._send = send
-        self._unanswered = 0
-        self._answered = anyio.Event()
-
-    async def send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-        try:
-            await self._send.send(data)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            _log.debug("dropping an outgoing message: stdout is gone")
-        finally:
-            if "id" in message and "method" not in message and self._unanswered > 0:
-                self._unanswered -= 1
-                self._answered.set()
-
-    async def receive(self) -> dict[str, Any] | None:
-        async for line in self._lines:
-            try:
-                message = json.loads(line)
-            except (ValueError, UnicodeDecodeError):
-                _log.warning("ignoring an input line that is not JSON")
-                continue
-            if isinstance(message, dict):
-                if "id" in message and "method" in message:
-                    self._unanswered += 1
-                return cast(dict[str, Any], message)
-        return None
-
-    async def wait_answered(self) -> None:
-        """Returns once every request read so far has had its response sent."""
-        while self._unanswered > 0:
-            self._answered = anyio.Event()
-            await self._answered.wait()
-
-    async def close(self) -> None:
-        """stdin and stdout belong to `open_stdio_streams`, which restores them on exit."""
-
-
-async def _serve(agent: HarnessACPAgent) -> None:
-    async with open_stdio_streams() as (receive, send):
-        transport = _StdioTransport(receive, send)
-        conn = AgentSideConnection(
-            cast(Any, agent),
-            transport,
-            listening=False,
-            use_unstable_protocol=True,
-        )
-        async with anyio.create_task_group() as tg:
-
-            async def listen() -> None:
-                await conn.listen()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(listen)
-            tg.start_soon(_watch_signals, agent, tg.cancel_scope)
-        agent.cancel_all()
-        with anyio.move_on_after(SHUTDOWN_GRACE_SECONDS, shield=True):
-            await agent.wait_idle()
-            # Requests read before EOF are answered (cancelled turns answer `cancelled`).
-            await transport.wait_answered()
-        with anyio.move_on_after(2.0, shield=True):
-            await conn.close()
-
-
-def serve_acp(
-    *,
-    endpoint: ResolvedEndpoint,
-    mode: ModeId,
-    ask_permission: bool,
-    max_steps: int,
-    state_dir: Path,
-) -> int:
-    """Serves until stdin EOF, SIGTERM or SIGINT; returns the exit code (0)."""
-    agent = HarnessACPAgent(
-        endpoint=endpoint,
-        mode=mode,
-        ask_permission=ask_permission,
-        max_steps=max_steps,
-        store=SessionStore(state_dir, "acp"),
-    )
-    anyio.run(_serve, agent, backend="asyncio")
-    return 0
