@@ -179,10 +179,12 @@ async def test_delegate_json_is_ndjson_ending_in_the_result(tmp_path: Path) -> N
         "provider": "fake",
         "stop_reason": "completed",
         "output": "hello from the fake",
+        "structured_output": None,
         "diagnostic": None,
         "start_failure": None,
         "teardown": None,
         "timed_out": False,
+        "usage": None,
         "exit_code": 0,
     }
     assert err == ""

@@ -132,7 +132,7 @@ async def test_run_streams_the_answer_and_exits_0(tmp_path: Path) -> None:
             )
     assert code == 0
     assert out == "Hello, person.\n"
-    assert "completed: 0 tool call(s), 0 child(ren); tokens in" in err
+    assert "completed: 0 tool call(s), 0 child(ren); tokens: " in err
 
 
 async def test_an_unreachable_endpoint_is_exit_1_without_traceback(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from ._json_output import emit, result_record
 from ._providers import build_registry, is_builtin, provider_settings
 from ._signals import cancel_on_signals
 from ._start_failure import SPAWN_HINTS, spawn_reason
+from ._usage_view import usage_summary
 
 EVENTS_DRAIN_SECONDS = 5.0
 """How long the view may take to receive the last events once the run has settled."""
@@ -243,6 +244,9 @@ def print_result(result: SubagentResult, teardown: str | None) -> None:
         if not result.output.endswith("\n"):
             sys.stdout.write("\n")
         sys.stdout.flush()
+    usage = usage_summary(result.usage)
+    if usage is not None:
+        _err(usage)
     _err(f"stop reason: {result.stop_reason}")
     if result.diagnostic is not None:
         _err(f"diagnostic: {result.diagnostic}")

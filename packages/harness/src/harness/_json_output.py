@@ -23,6 +23,8 @@ from subagent_core import (
     UsageEvent,
 )
 
+from ._usage_view import cost_record, usage_record
+
 
 def emit(record: dict[str, Any]) -> None:
     """Writes one NDJSON line to stdout and flushes it (never wrapped, never coloured)."""
@@ -65,6 +67,8 @@ def event_record(event: SubagentEvent) -> dict[str, Any]:
             "type": "usage",
             "input_tokens": event.input_tokens,
             "output_tokens": event.output_tokens,
+            "cached_input_tokens": event.cached_input_tokens,
+            "cost": cost_record(event.cost),
         }
     assert isinstance(event, EventsDropped)
     return {"type": "events_dropped", "count": event.count}
@@ -85,9 +89,11 @@ def result_record(
         "provider": provider,
         "stop_reason": result.stop_reason,
         "output": result.output,
+        "structured_output": result.structured_output,
         "diagnostic": result.diagnostic,
         "start_failure": start_failure,
         "teardown": teardown,
         "timed_out": timed_out,
+        "usage": usage_record(result.usage),
         "exit_code": exit_code,
     }

@@ -40,6 +40,7 @@ from ._endpoint import ResolvedEndpoint
 from ._exit import EXIT_INCOMPLETE, EXIT_OK, signal_exit_code
 from ._signals import cancel_on_signals
 from ._terminal_prompt import ask_on_terminal
+from ._usage_view import usage_summary
 
 
 @dataclass(slots=True)
@@ -126,13 +127,9 @@ async def _run(prompt: str, config: AgentConfig, show_thinking: bool) -> int:
         result = await agent.run(prompt, cancel)
     end_text()
     status = str(result.status)
-    usage = result.usage
-    tokens = ""
-    if usage is not None:
-        tokens = (
-            f"; tokens in {getattr(usage, 'input_tokens', None) or 0}, "
-            f"out {getattr(usage, 'output_tokens', None) or 0}"
-        )
+    # The run's totals: every model request, the delegated children's included.
+    usage = usage_summary(result.usage)
+    tokens = "" if usage is None else f"; {usage}"
     summary = f"{status}: {tally.tools} tool call(s), {tally.children} child(ren){tokens}"
     if received:
         err.print(

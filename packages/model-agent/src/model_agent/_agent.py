@@ -27,6 +27,7 @@ from ._result import AgentResult, AgentStatus
 from ._round import ModelRound, ToolCall
 from ._tool import RequestContext, Tool, ToolOutcome
 from ._toolset import Toolset
+from ._usage import add_usage
 
 _log = logging.getLogger("model_agent")
 
@@ -208,21 +209,14 @@ class _Run:
         """The agent's conversation, extended in place as the run goes."""
         self._system = {"role": "system", "content": _system_prompt(config)}
         self._context = context
-        self._input_tokens: int | None = None
-        self._output_tokens: int | None = None
+        self._usage: Usage | None = None
 
     def usage(self) -> Usage | None:
-        if self._input_tokens is None and self._output_tokens is None:
-            return None
-        return Usage(input_tokens=self._input_tokens, output_tokens=self._output_tokens)
+        """The run's total so far: every model request and every delegated child."""
+        return self._usage
 
     def _add_usage(self, usage: Usage | None) -> None:
-        if usage is None:
-            return
-        if usage.input_tokens is not None:
-            self._input_tokens = (self._input_tokens or 0) + usage.input_tokens
-        if usage.output_tokens is not None:
-            self._output_tokens = (self._output_tokens or 0) + usage.output_tokens
+        self._usage = add_usage(self._usage, usage)
 
     def _record(self, entry: ActivityEntry) -> None:
         self._context.record(entry)
@@ -315,6 +309,9 @@ class _Run:
                 self._skip_calls(calls[index:], _NOT_RUN_CANCELLED)
                 return _Ending("cancelled", "")
             outcome = await self._run_call(call)
+            if outcome is not None:
+                # A delegated child's requests are part of this run's cost.
+                self._add_usage(outcome.usage)
             if outcome is None:
                 # A tool raised: a broken internal contract ends the loop (failure is a value).
                 self._skip_calls(calls[index:], _NOT_RUN_INTERNAL)

@@ -124,7 +124,11 @@ def parse_delegate_arguments(
 def delegate_result(
     status: str, output: str, *, error: str | None = None, result: SubagentResult | None = None
 ) -> str:
-    """The model-facing JSON: `{status, output, error?, modelUsage?}`."""
+    """The model-facing JSON: `{status, output, error?, modelUsage?}`.
+
+    `modelUsage` carries the child's token counts (`inputTokens`, `outputTokens`,
+    `cachedInputTokens`, each when reported), so the parent model can see what it spent.
+    """
     data: dict[str, Any] = {"status": status, "output": output}
     if error is not None:
         data["error"] = error
@@ -135,6 +139,8 @@ def delegate_result(
             counts["inputTokens"] = usage.input_tokens
         if usage.output_tokens is not None:
             counts["outputTokens"] = usage.output_tokens
+        if usage.cached_input_tokens is not None:
+            counts["cachedInputTokens"] = usage.cached_input_tokens
         data["modelUsage"] = counts
     return json.dumps(data, ensure_ascii=False)
 
@@ -155,19 +161,24 @@ def outcome_of(result: SubagentResult, *, timed_out_after: float | None = None) 
     with `error` = the `foreground_text` headline plus `\\nDiagnostic: <d>` when present.
     """
     status = delegate_status(result)
+    usage = result.usage
     if status == "completed":
-        return ToolOutcome(delegate_result("completed", result.output, result=result))
+        return ToolOutcome(delegate_result("completed", result.output, result=result), usage=usage)
     if status == "cancelled":
         error = CANCELLED_TEXT
         if timed_out_after is not None:
             error = f"{CANCELLED_TEXT}: it exceeded its {timed_out_after:g} s timeout"
         return ToolOutcome(
-            delegate_result("cancelled", result.output, error=error, result=result), is_error=True
+            delegate_result("cancelled", result.output, error=error, result=result),
+            is_error=True,
+            usage=usage,
         )
     # The headline and diagnostic only: the partial output travels in `output`, kept apart.
     error = foreground_text(dataclasses.replace(result, output="")).text
     return ToolOutcome(
-        delegate_result("failed", result.output, error=error, result=result), is_error=True
+        delegate_result("failed", result.output, error=error, result=result),
+        is_error=True,
+        usage=usage,
     )
 
 

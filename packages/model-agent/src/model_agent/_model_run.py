@@ -227,6 +227,8 @@ class ModelRun(SubagentRun):
                     UsageEvent(
                         input_tokens=outcome.usage.input_tokens,
                         output_tokens=outcome.usage.output_tokens,
+                        cached_input_tokens=outcome.usage.cached_input_tokens,
+                        cost=outcome.usage.cost,
                     )
                 )
             self._settle(

@@ -9,6 +9,8 @@ from typing import Any, cast
 from subagent_core import Usage
 from subagent_core.kit import DEFAULT_MAX_OUTPUT_BYTES, BoundedText
 
+from ._usage import stream_usage
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -59,7 +61,7 @@ class RoundAccumulator:
         reasoning_delta = ""
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
-            self.usage = _usage(cast(Mapping[str, Any], usage))
+            self.usage = stream_usage(cast(Mapping[str, Any], usage))
         choices = chunk.get("choices")
         if choices is None:
             return text_delta, reasoning_delta
@@ -139,14 +141,3 @@ class RoundAccumulator:
             finish_reason=self.finish_reason,
             usage=self.usage,
         )
-
-
-def _usage(raw: Mapping[str, Any]) -> Usage:
-    prompt = raw.get("prompt_tokens")
-    completion = raw.get("completion_tokens")
-    return Usage(
-        input_tokens=prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else None,
-        output_tokens=completion
-        if isinstance(completion, int) and not isinstance(completion, bool)
-        else None,
-    )

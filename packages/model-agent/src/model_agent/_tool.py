@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from subagent_core import CancelSignal
+from subagent_core import CancelSignal, Usage
 
 from ._activity import ActivityEntry, ActivityLog
 from ._events import AgentEvent, AgentObserver
@@ -24,6 +24,9 @@ class ToolOutcome:
 
     content: str
     is_error: bool = False
+    usage: Usage | None = None
+    """Model usage the call spent on the run's behalf (a delegated child's), added to the
+    run's total; `None` for tools that call no model."""
 
 
 @dataclass(slots=True)

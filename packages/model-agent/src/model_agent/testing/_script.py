@@ -44,7 +44,9 @@ class Reply:
     reasoning_chunks: int = 1
     tool_calls: tuple[ScriptedToolCall, ...] = ()
     finish_reason: str | None = None
-    usage: Mapping[str, int] | None = None
+    usage: Mapping[str, Any] | None = None
+    """Sent as the usage chunk as given: integers, or objects of integers such as
+    `prompt_tokens_details: {cached_tokens: N}`."""
     status: int | None = None
     status_body: Any = None
     drop: Moment | None = None
@@ -184,12 +186,12 @@ def _reply(raw: object, where: str) -> Reply:
     usage = raw.get("usage")
     if usage is not None and not (
         isinstance(usage, Mapping)
-        and all(
-            isinstance(v, int) and not isinstance(v, bool)
-            for v in cast(Mapping[str, Any], usage).values()
-        )
+        and all(_usage_value(v) for v in cast(Mapping[str, Any], usage).values())
     ):
-        raise ScriptError(f"{where}.usage must map names to integers")
+        raise ScriptError(
+            f"{where}.usage must map names to integers or to objects of integers"
+            " (e.g. prompt_tokens_details)"
+        )
     done = raw.get("done", True)
     malformed = raw.get("malformed", False)
     reset = raw.get("reset", False)
@@ -202,7 +204,7 @@ def _reply(raw: object, where: str) -> Reply:
         reasoning_chunks=integer("reasoning_chunks", 1, 1),
         tool_calls=_tool_calls(raw.get("tool_calls", []), where),
         finish_reason=finish,
-        usage=cast(Mapping[str, int] | None, usage),
+        usage=cast(Mapping[str, Any] | None, usage),
         status=status,
         status_body=raw.get("body"),
         drop=moment("drop"),
@@ -218,6 +220,16 @@ def _reply(raw: object, where: str) -> Reply:
         flood_text_bytes=integer("flood_text_bytes", 0, 0),
         flood_event_bytes=integer("flood_event_bytes", 0, 0),
     )
+
+
+def _integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _usage_value(value: object) -> bool:
+    if isinstance(value, Mapping):
+        return all(_integer(item) for item in cast(Mapping[str, Any], value).values())
+    return _integer(value)
 
 
 def _tool_calls(raw: object, where: str) -> tuple[ScriptedToolCall, ...]:

@@ -300,7 +300,9 @@ class ScriptedModelServer:
             finish = "tool_calls" if reply.tool_calls else "stop"
         if finish:  # "" scripts a stream that never says why it ended
             await frames.chunk({}, finish_reason=finish)
-        usage = dict(reply.usage) if reply.usage is not None else _usage(body, reply)
+        usage: dict[str, Any] = (
+            dict(reply.usage) if reply.usage is not None else _usage(body, reply)
+        )
         await frames.usage(usage)
         if reply.done:
             await frames.raw(b"data: [DONE]\n\n")
@@ -346,7 +348,7 @@ class _Frames:
         }
         await self.raw(b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n")
 
-    async def usage(self, usage: Mapping[str, int]) -> None:
+    async def usage(self, usage: Mapping[str, Any]) -> None:
         payload: dict[str, Any] = {
             "id": self._id,
             "object": "chat.completion.chunk",
@@ -354,7 +356,7 @@ class _Frames:
             "model": self._model,
             "system_fingerprint": "fp_scripted",
             "choices": [],
-            "usage": {**usage, "total_tokens": sum(usage.get(k, 0) for k in _TOKEN_KEYS)},
+            "usage": {**usage, "total_tokens": sum(int(usage.get(k, 0)) for k in _TOKEN_KEYS)},
         }
         await self.raw(b"data: " + json.dumps(payload).encode() + b"\n\n")
 
