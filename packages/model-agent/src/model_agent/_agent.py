@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 from subagent_core import CancelSignal, Usage
@@ -23,7 +24,8 @@ from ._events import AgentEvent, AgentObserver, Retrying, ToolEnded, ToolStarted
 from ._history import ChatMessage, parse_history
 from ._mcp_tools import open_mcp_tools
 from ._model_client import ModelClient, ModelRequestError
-from ._result import AgentResult, AgentStatus
+from ._output_schema import RETRY_INSTRUCTION, parsed_answer, response_format
+from ._result import OUTPUT_SCHEMA_ERROR, AgentResult, AgentStatus
 from ._round import ModelRound, ToolCall
 from ._tool import RequestContext, Tool, ToolOutcome
 from ._toolset import Toolset
@@ -168,6 +170,7 @@ class Agent:
             output=result.output,
             error=result.error,
             usage=run.usage(),
+            structured_output=result.structured_output,
             activity=activity.snapshot(),
             history=tuple(self._history),
         )
@@ -191,6 +194,7 @@ class _Ending:
     status: AgentStatus
     output: str
     error: str | None = None
+    structured_output: object = None
 
 
 class _Run:
@@ -210,6 +214,9 @@ class _Run:
         self._system = {"role": "system", "content": _system_prompt(config)}
         self._context = context
         self._usage: Usage | None = None
+        schema = config.output_schema
+        self._response_format = None if schema is None else response_format(schema)
+        self._schema_retried = False
 
     def usage(self) -> Usage | None:
         """The run's total so far: every model request and every delegated child."""
@@ -264,6 +271,7 @@ class _Run:
                         tools=self._toolset.schemas(),
                         cancel=cancel,
                         observer=self._model_observer(show=True),
+                        response_format=self._response_format,
                     )
                 except ModelRequestError as error:
                     return self._request_failed(error)
@@ -273,13 +281,30 @@ class _Run:
                 self._history.append(_assistant_message(reply))
                 if not reply.tool_calls:
                     status = _FINISH_STATUS.get(reply.finish_reason or "", "completed")
-                    return _Ending(status, reply.content)
+                    if status != "completed" or config.output_schema is None:
+                        return _Ending(status, reply.content)
+                    ending = self._checked_answer(config.output_schema, reply.content)
+                    if ending is not None:
+                        return ending
+                    continue
                 if steps >= config.max_steps:
                     self._skip_calls(reply.tool_calls, _NOT_RUN_STEP_LIMIT)
                     return _Ending("step-limit", reply.content)
                 ending = await self._run_calls(reply.tool_calls)
                 if ending is not None:
                     return ending
+
+    def _checked_answer(self, schema: Mapping[str, Any], content: str) -> _Ending | None:
+        """The ending of a final answer under an output schema; None: ask once more."""
+        valid, value = parsed_answer(schema, content)
+        if valid:
+            return _Ending("completed", content, structured_output=value)
+        if self._schema_retried:
+            self._record(ActivityEntry(kind="failure", reason="output-schema"))
+            return _Ending("failed", content, OUTPUT_SCHEMA_ERROR)
+        self._schema_retried = True
+        self._history.append({"role": "user", "content": RETRY_INSTRUCTION})
+        return None
 
     def _request_failed(self, error: ModelRequestError) -> _Ending:
         if error.reasoning:

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from subagent_core.kit import DEFAULT_MAX_OUTPUT_BYTES
 
@@ -106,6 +107,11 @@ class AgentConfig:
     mcp_tools: tuple[Tool, ...] = ()
     """MCP tools a delegated child shares from its parent's run (set by `subagent_delegate`;
     the sessions stay the parent's). Hosts leave it empty."""
+    output_schema: Mapping[str, Any] | None = None
+    """A JSON Schema the final answer must validate against: asked from the endpoint as
+    `response_format` (`json_schema`), checked with `jsonschema`, a non-validating answer
+    retried once; then the run fails (`AgentResult.error` = `OUTPUT_SCHEMA_ERROR`). Never
+    passed on to a delegated child."""
 
     def __post_init__(self) -> None:
         check_mcp_servers(self.mcp_servers)

@@ -239,6 +239,8 @@ class SubagentDelegateTool:
             # The child shares the parent's MCP sessions: it never starts a server itself.
             mcp_servers=(),
             mcp_tools=context.mcp_tools,
+            # The parent's answer format is the parent's: a child answers its own task freely.
+            output_schema=None,
         )
 
     async def _run_child(self, parsed: DelegateArguments, context: RequestContext) -> ToolOutcome:

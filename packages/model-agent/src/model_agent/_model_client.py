@@ -77,9 +77,13 @@ class ModelClient:
         await self._transport.aclose()
 
     def request_body(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = ()
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] = (),
+        *,
+        response_format: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The JSON body of one streaming request."""
+        """The JSON body of one streaming request (`response_format` sent when given)."""
         body: dict[str, Any] = {
             "model": self._endpoint.model,
             "messages": list(messages),
@@ -90,6 +94,8 @@ class ModelClient:
             body["tools"] = list(tools)
         if self._endpoint.max_tokens is not None:
             body["max_tokens"] = self._endpoint.max_tokens
+        if response_format is not None:
+            body["response_format"] = dict(response_format)
         return body
 
     async def complete(
@@ -99,13 +105,14 @@ class ModelClient:
         tools: Sequence[Mapping[str, Any]] = (),
         cancel: CancelSignal | None = None,
         observer: AgentObserver | None = None,
+        response_format: Mapping[str, Any] | None = None,
     ) -> ModelRound:
         """One round, retried per the rule; deltas and retries go to `observer` as they happen.
 
         Raises:
             ModelRequestError: failed, failed with partial output, or cancelled.
         """
-        body = self.request_body(messages, tools)
+        body = self.request_body(messages, tools, response_format=response_format)
         cancel = CancelSignal() if cancel is None else cancel
         retries = 0
         while True:

@@ -8,15 +8,21 @@ provider. Unlike out-of-process providers it can enforce two gated request field
 - `tool_filter`: the child is offered only the named tools, intersected with what its config
   allows (never wider).
 
-`output_schema` and `persona` are not honoured (the registry refuses them). The child does not
-see the parent's conversation (`inherits_parent_context` is False).
+- `output_schema`: the child asks its endpoint for JSON, checks the answer with `jsonschema`
+  and retries a non-validating one once; a `completed` result carries the parsed value in
+  `structured_output`, and a second failure ends `error` with
+  `Subagent failure (provider: model; stage: answer; category: output-schema)`.
+
+`persona` is not honoured (the registry refuses it). The child does not see the parent's
+conversation (`inherits_parent_context` is False).
 
 The child agent comes from an injected factory (`ChildAgentFactory`), so this module never
 imports the agent loop that uses it (the loop's delegate tool builds providers from here).
 The child runs in an `OwnedTask` the run holds: `result()` settles `aborted` at once on a local
 cancel, and `dispose()` awaits the child's wind-down, bounded. Status mapping: completed →
 `completed`, max-tokens → `max-tokens`, refusal → `refusal`, step-limit and failed → `error`,
-cancelled → `aborted`. The diagnostic is always `None`: model and HTTP error text is not safe.
+cancelled → `aborted`. The diagnostic is `None` except for the output-schema failure: model and
+HTTP error text is not safe.
 """
 
 from __future__ import annotations
@@ -41,14 +47,17 @@ from subagent_core.kit import EventBuffer, OwnedTask, failure_line, new_run_id
 from ._child_events import core_event
 from ._config import AgentConfig
 from ._events import AgentEvent, AgentObserver, TextDelta, ToolStarted
-from ._result import AgentResult
+from ._result import OUTPUT_SCHEMA_ERROR, AgentResult
 
 _log = logging.getLogger("model_agent")
 
 MODEL_PROVIDER = "model"
 
-MODEL_CAPABILITIES = Capabilities(depth_limit=True, tool_filter=True)
-"""What the `model` provider enforces: depth and tool narrowing, nothing else."""
+MODEL_CAPABILITIES = Capabilities(output_schema=True, depth_limit=True, tool_filter=True)
+"""What the `model` provider enforces: structured output, depth and tool narrowing."""
+
+OUTPUT_SCHEMA_DIAGNOSTIC = failure_line(MODEL_PROVIDER, "answer", "output-schema")
+"""The diagnostic of a child whose answer failed the output schema after its one retry."""
 
 ABORTED_BEFORE_START_TEXT = "subagent request was aborted before the model child started"
 
@@ -71,13 +80,20 @@ def stop_reason_of(status: str) -> StopReason:
 
 
 def child_config(config: AgentConfig, request: SubagentRequest) -> AgentConfig:
-    """The child's config: depth 1, tools narrowed by `request.tool_filter`, cwd applied."""
+    """The child's config: depth 1, tools narrowed by `request.tool_filter`, cwd and
+    `request.output_schema` applied."""
     tools = config.tools
     if request.tool_filter is not None:
         wanted = tuple(dict.fromkeys(request.tool_filter))
         tools = wanted if tools is None else tuple(name for name in wanted if name in tools)
     workspace = config.workspace if request.cwd is None else request.cwd
-    return dataclasses.replace(config, depth=1, tools=tools, workspace=workspace)
+    return dataclasses.replace(
+        config,
+        depth=1,
+        tools=tools,
+        workspace=workspace,
+        output_schema=request.output_schema,
+    )
 
 
 class ChildAgent(Protocol):
@@ -231,12 +247,14 @@ class ModelRun(SubagentRun):
                         cost=outcome.usage.cost,
                     )
                 )
+            schema_failed = outcome.status == "failed" and outcome.error == OUTPUT_SCHEMA_ERROR
             self._settle(
                 SubagentResult(
                     stop_reason=stop_reason_of(outcome.status),
                     output=outcome.output,
-                    diagnostic=None,
+                    diagnostic=OUTPUT_SCHEMA_DIAGNOSTIC if schema_failed else None,
                     usage=outcome.usage,
+                    structured_output=outcome.structured_output,
                 )
             )
         except Exception:

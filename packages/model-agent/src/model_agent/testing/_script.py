@@ -40,6 +40,9 @@ class Reply:
 
     text: str = ""
     chunks: int = 1
+    json: Any = None
+    """A JSON value answered (as compact JSON text, in `chunks` pieces) instead of `text` when
+    the request asks for JSON (`response_format` `json_schema` or `json_object`)."""
     reasoning: str = ""
     reasoning_chunks: int = 1
     tool_calls: tuple[ScriptedToolCall, ...] = ()
@@ -122,6 +125,7 @@ _KNOWN = frozenset(
     {
         "text",
         "chunks",
+        "json",
         "reasoning",
         "reasoning_chunks",
         "tool_calls",
@@ -200,6 +204,7 @@ def _reply(raw: object, where: str) -> Reply:
     return Reply(
         text=string("text"),
         chunks=integer("chunks", 1, 1),
+        json=raw.get("json"),
         reasoning=string("reasoning"),
         reasoning_chunks=integer("reasoning_chunks", 1, 1),
         tool_calls=_tool_calls(raw.get("tool_calls", []), where),

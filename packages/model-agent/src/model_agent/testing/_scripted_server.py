@@ -81,6 +81,11 @@ class ScriptedModelServer:
         return tuple(self._requests)
 
     @property
+    def response_formats(self) -> tuple[object, ...]:
+        """The `response_format` of every request received (None when absent), in order."""
+        return tuple(body.get("response_format") for body in self._requests)
+
+    @property
     def in_flight(self) -> int:
         """Requests being answered right now."""
         return self._in_flight
@@ -202,6 +207,13 @@ class ScriptedModelServer:
             await _send_json(stream, 400, _error_body("invalid JSON body"), close=not keep_alive)
             return keep_alive
         body = cast(dict[str, Any], body)
+        if not _valid_response_format(body.get("response_format")):
+            # What a real endpoint does with a malformed `response_format`: 400, not a guess.
+            self._arrived(body)
+            await _send_json(
+                stream, 400, _error_body("invalid response_format"), close=not keep_alive
+            )
+            return keep_alive
         self._arrived(body)
         self._in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self._in_flight)
@@ -262,7 +274,7 @@ class ScriptedModelServer:
             await frames.chunk({"reasoning_content": piece})
         if reply.flood_event_bytes:
             await frames.flood_event(reply.flood_event_bytes)
-        for piece in _split(reply.text, reply.chunks):
+        for piece in _split(_answer_text(body, reply), reply.chunks):
             await frames.chunk({"content": piece})
         sent = 0
         while sent < reply.flood_text_bytes:
@@ -395,9 +407,43 @@ def _split(text: str, parts: int) -> list[str]:
 def _usage(body: Mapping[str, Any], reply: Reply) -> dict[str, int]:
     """Deterministic token counts: about four characters per token."""
     prompt = len(json.dumps(body.get("messages", []), ensure_ascii=False))
-    completion = len(reply.text) + len(reply.reasoning)
+    completion = len(_answer_text(body, reply)) + len(reply.reasoning)
     completion += sum(len(call.name) + len(call.arguments) for call in reply.tool_calls)
     return {"prompt_tokens": prompt // 4 + 1, "completion_tokens": completion // 4 + 1}
+
+
+def _asks_for_json(body: Mapping[str, Any]) -> bool:
+    requested = body.get("response_format")
+    return isinstance(requested, Mapping) and cast(Mapping[str, Any], requested).get("type") in (
+        "json_schema",
+        "json_object",
+    )
+
+
+def _answer_text(body: Mapping[str, Any], reply: Reply) -> str:
+    """The reply's `json` when the request asks for JSON and the script gives one, else `text`."""
+    if reply.json is not None and _asks_for_json(body):
+        return json.dumps(reply.json, ensure_ascii=False, separators=(",", ":"))
+    return reply.text
+
+
+def _valid_response_format(value: object) -> bool:
+    """Absent, `text`, `json_object`, or `json_schema` with a `name` and an object `schema`."""
+    if value is None:
+        return True
+    if not isinstance(value, Mapping):
+        return False
+    requested = cast(Mapping[str, Any], value)
+    kind = requested.get("type")
+    if kind in ("text", "json_object"):
+        return True
+    if kind != "json_schema":
+        return False
+    spec = requested.get("json_schema")
+    if not isinstance(spec, Mapping):
+        return False
+    spec = cast(Mapping[str, Any], spec)
+    return isinstance(spec.get("name"), str) and isinstance(spec.get("schema"), Mapping)
 
 
 def _error_body(message: str) -> dict[str, Any]:
