@@ -6,9 +6,11 @@ result object); stop reason, diagnostic and progress go to stderr, never mixed.
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 from subagent_core import (
@@ -26,6 +28,7 @@ from ._delegate_view import JSONView, LiveView, PlainView, RunView
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
 from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
 from ._json_output import emit, result_record
+from ._provider_overrides import ProviderOverrides
 from ._providers import build_registry, is_builtin, provider_settings
 from ._signals import cancel_on_signals
 from ._start_failure import SPAWN_HINTS, spawn_reason
@@ -47,6 +50,8 @@ class DelegateOptions:
     """A completed run that still carries a diagnostic (a refused permission) exits 1."""
     live: bool = True
     """A live view on a terminal; off while questions are asked there (plain lines instead)."""
+    output_schema: dict[str, Any] | None = None
+    """`--output-schema`: the JSON Schema the child's answer must validate against."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +100,7 @@ def delegate_once(
     model: str | None = None,
     options: DelegateOptions | None = None,
     acp: ACPOverrides | None = None,
+    overrides: ProviderOverrides | None = None,
 ) -> int:
     """Runs one child and returns the exit code (0 completed, 1 otherwise, 130 interrupted).
 
@@ -114,12 +120,18 @@ def delegate_once(
         raise UsageError(f'no provider named "{provider}" (configured: {names})')
     if endpoint is None and (is_builtin(config, chosen) or chosen.kind == "model"):
         raise MissingKeyError
-    chosen = (acp or ACPOverrides()).apply(chosen)
+    acp = acp or ACPOverrides()
+    overrides = overrides or ProviderOverrides()
+    if acp.permission is not None and overrides.approve is not None:
+        raise UsageError("--permission and --approve both set the permission: give one")
+    chosen = acp.apply(chosen)
     options = options or DelegateOptions()
     if chosen.permission == "ask" and chosen.kind == "acp":
         options = replace(options, live=False)
     try:
-        registry = build_registry([chosen], endpoint=endpoint, workspace=workspace)
+        registry = build_registry(
+            [chosen], endpoint=endpoint, workspace=workspace, overrides=overrides
+        )
     except ValueError as error:
         raise UsageError(f"providers.{provider}: {error}") from None
     return anyio.run(
@@ -141,7 +153,16 @@ async def _delegate(
     options: DelegateOptions,
 ) -> int:
     cancel = CancelSignal()
-    request = SubagentRequest(prompt=prompt, cwd=workspace, cancel=cancel, label="delegate")
+    request = SubagentRequest(
+        prompt=prompt,
+        cwd=workspace,
+        cancel=cancel,
+        label="delegate",
+        output_schema=options.output_schema,
+    )
+    start_refused: str | None = None
+    result, timed_out = SubagentResult(stop_reason="aborted"), False
+    teardown: str | None = None
     # Closing the registry closes its providers, so no warm child outlives the command.
     async with registry, cancel_on_signals(cancel) as received:
         try:
@@ -152,10 +173,14 @@ async def _delegate(
             _report_start_failure(provider, str(error), reason, code, options)
             return code
         except SubagentError as error:
-            raise UsageError(str(error)) from None
-        async with run:
-            result, timed_out = await _watch(run, cancel, options)
-            teardown = await run.dispose()
+            # Raised once out of the signal watcher's task group (it would wrap the error).
+            start_refused = str(error)
+        else:
+            async with run:
+                result, timed_out = await _watch(run, cancel, options)
+                teardown = await run.dispose()
+    if start_refused is not None:
+        raise UsageError(start_refused)
     code = signal_exit_code(received)
     if code is None:
         completed = result.stop_reason == "completed"
@@ -229,6 +254,7 @@ def _report_start_failure(
         return
     _err("stop reason: error")
     _err(f"diagnostic: {diagnostic}")
+    _next_step(diagnostic)
     hint = SPAWN_HINTS.get(reason or "")
     _err(
         f"harness: the child could not start: {hint}"
@@ -238,10 +264,14 @@ def _report_start_failure(
 
 
 def print_result(result: SubagentResult, teardown: str | None) -> None:
-    """The output on stdout; stop reason and diagnostics on stderr (never mixed)."""
-    if result.output:
-        sys.stdout.write(result.output)
-        if not result.output.endswith("\n"):
+    """The output on stdout (structured output as indented JSON); stop reason, usage and
+    diagnostics on stderr (never mixed)."""
+    output = result.output
+    if result.structured_output is not None:
+        output = json.dumps(result.structured_output, ensure_ascii=False, indent=2)
+    if output:
+        sys.stdout.write(output)
+        if not output.endswith("\n"):
             sys.stdout.write("\n")
         sys.stdout.flush()
     usage = usage_summary(result.usage)
@@ -250,8 +280,20 @@ def print_result(result: SubagentResult, teardown: str | None) -> None:
     _err(f"stop reason: {result.stop_reason}")
     if result.diagnostic is not None:
         _err(f"diagnostic: {result.diagnostic}")
+        _next_step(result.diagnostic)
     if teardown is not None:
         _err(f"teardown: {teardown}")
+
+
+AUTHENTICATION_HINT = "harness: log the agent in or pass its key in the provider's env"
+"""The next step under a diagnostic whose category is `authentication` (a human line of ours,
+never part of the diagnostic itself)."""
+
+
+def _next_step(diagnostic: str) -> None:
+    """One human line saying what to do, for the categories that have an obvious next step."""
+    if "category: authentication" in diagnostic:
+        _err(AUTHENTICATION_HINT)
 
 
 def _err(line: str) -> None:

@@ -14,6 +14,7 @@ from subagent_sdk import SDKConfig, SDKProvider
 
 from ._config import API_KEY_ENV, HarnessConfig, ProviderSettings
 from ._endpoint import ResolvedEndpoint
+from ._provider_overrides import ProviderOverrides
 from ._terminal_prompt import terminal_permission
 
 HARNESS_ARGV: tuple[str, ...] = (sys.executable, "-m", "harness")
@@ -70,35 +71,39 @@ def is_builtin(config: HarnessConfig, settings: ProviderSettings) -> bool:
 
 
 def build_provider(
-    settings: ProviderSettings, *, endpoint: ResolvedEndpoint | None, workspace: Path
+    settings: ProviderSettings,
+    *,
+    endpoint: ResolvedEndpoint | None,
+    workspace: Path,
+    overrides: ProviderOverrides | None = None,
 ) -> SubagentProvider:
-    """One provider object for `settings`.
+    """One provider object for `settings`, with command-line `overrides` applied.
 
     Raises:
         ValueError: the provider package rejected the configuration (message names the key).
-        UsageError: a `model` provider without a usable endpoint, or an `env` reference to a
-            variable that is not set.
+        UsageError: a `model` provider without a usable endpoint, an `env` reference to a
+            variable that is not set, or an override the provider cannot take.
     """
+    overrides = overrides or ProviderOverrides()
     if settings.kind == "acp":
-        return ACPProvider(
-            ACPConfig(
-                **_process_fields(settings),
-                permission=(
-                    terminal_permission() if settings.permission == "ask" else settings.permission
-                ),
-                fs=settings.fs,
-                terminal=settings.terminal,
-            )
+        acp = ACPConfig(
+            **_process_fields(settings),
+            permission=(
+                terminal_permission() if settings.permission == "ask" else settings.permission
+            ),
+            fs=settings.fs,
+            terminal=settings.terminal,
         )
+        return ACPProvider(overrides.apply(acp, provider=settings.name))
     if settings.kind == "sdk":
-        return SDKProvider(
-            SDKConfig(
-                **_process_fields(settings),
-                provider=settings.sdk_provider,
-                model=settings.sdk_model,
-                max_tokens=settings.max_tokens,
-            )
+        sdk = SDKConfig(
+            **_process_fields(settings),
+            provider=settings.sdk_provider,
+            model=settings.sdk_model,
+            max_tokens=settings.max_tokens,
         )
+        return SDKProvider(overrides.apply(sdk, provider=settings.name))
+    overrides.refuse_for(settings.name, settings.kind)
     from ._model_provider import model_provider
 
     return model_provider(settings, endpoint=endpoint, workspace=workspace)
@@ -138,11 +143,14 @@ def build_registry(
     *,
     endpoint: ResolvedEndpoint | None,
     workspace: Path,
+    overrides: ProviderOverrides | None = None,
 ) -> SubagentRegistry:
-    """A registry holding every provider in `providers` (in order)."""
+    """A registry holding every provider in `providers` (in order), `overrides` applied."""
     registry = SubagentRegistry()
     for settings in providers:
-        registry.register(build_provider(settings, endpoint=endpoint, workspace=workspace))
+        registry.register(
+            build_provider(settings, endpoint=endpoint, workspace=workspace, overrides=overrides)
+        )
     return registry
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, cast
 
 import typer
 
@@ -26,6 +27,14 @@ class PermissionChoice(StrEnum):
     allow = "allow"
     reject = "reject"
     ask = "ask"
+
+
+class ApproveChoice(StrEnum):
+    """What a child may do without asking (`--approve`): maps onto the provider's permission."""
+
+    reads = "reads"
+    all = "all"
+    none = "none"
 
 
 class FileSystemChoice(StrEnum):
@@ -129,3 +138,22 @@ def read_prompt(prompt: str) -> str:
     if not text.strip():
         raise UsageError("the prompt is empty" + (" (nothing on stdin)" if prompt == "-" else ""))
     return text
+
+
+def read_schema(path: Path) -> dict[str, Any]:
+    """The JSON Schema object in `path` (`--output-schema`).
+
+    Raises:
+        UsageError: the file cannot be read, is not JSON, or is not a JSON object.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise UsageError(f"--output-schema: cannot read {path}") from None
+    try:
+        schema = cast(object, json.loads(text))
+    except ValueError:
+        raise UsageError(f"--output-schema: {path} is not JSON") from None
+    if not isinstance(schema, dict):
+        raise UsageError(f"--output-schema: {path} is not a JSON object (a JSON Schema)")
+    return cast(dict[str, Any], schema)

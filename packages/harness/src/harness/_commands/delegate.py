@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ._options import (
+    ApproveChoice,
     BaseURLOption,
     ConfigOption,
     FileSystemChoice,
@@ -16,6 +18,7 @@ from ._options import (
     ShowThinkingOption,
     WorkspaceOption,
     read_prompt,
+    read_schema,
     workspace_path,
 )
 from ._support import cli_errors
@@ -77,6 +80,39 @@ def delegate(
             help="Exit 1 when a completed child was refused something (its permission line).",
         ),
     ] = False,
+    approve: Annotated[
+        ApproveChoice | None,
+        typer.Option(
+            help=(
+                "What the child may do without asking: reads (read and search, the rest "
+                "refused), all, or none (default: the config's permission)."
+            ),
+        ),
+    ] = None,
+    startup_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--startup-timeout",
+            min=0.001,
+            help="Seconds the child may take to start (spawn to ready; the provider's default).",
+        ),
+    ] = None,
+    idle_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--idle-timeout",
+            min=0.001,
+            help="Seconds the child may stay silent while it works (the provider's default).",
+        ),
+    ] = None,
+    output_schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--output-schema",
+            dir_okay=False,
+            help="A JSON Schema file: the answer must be JSON valid against it (printed as JSON).",
+        ),
+    ] = None,
 ) -> None:
     """Run one child through a configured provider and print its result.
 
@@ -88,6 +124,7 @@ def delegate(
     """
     from harness._config import load_config
     from harness._delegation import ACPOverrides, DelegateOptions, delegate_once
+    from harness._provider_overrides import ProviderOverrides
 
     root = workspace_path(workspace)
     settings = load_config(config, workspace=root)
@@ -99,12 +136,21 @@ def delegate(
         base_url=base_url,
         model=model,
         options=DelegateOptions(
-            timeout_seconds=timeout, json=json, show_thinking=show_thinking, strict=strict
+            timeout_seconds=timeout,
+            json=json,
+            show_thinking=show_thinking,
+            strict=strict,
+            output_schema=None if output_schema is None else read_schema(output_schema),
         ),
         acp=ACPOverrides(
             permission=None if permission is None else permission.value,
             fs=None if fs is None else fs.value,
             terminal=terminal,
+        ),
+        overrides=ProviderOverrides(
+            approve=None if approve is None else approve.value,
+            startup_timeout_seconds=startup_timeout,
+            idle_timeout_seconds=idle_timeout,
         ),
     )
     raise typer.Exit(code)
