@@ -15,6 +15,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from subagent_core import child_env
 from subagent_core.kit import ManagedProcess, ProcessOutcome, SpawnError, open_managed_process
+from subagent_core.testing import poll_until
 
 ChildArgv = Callable[..., list[str]]
 
@@ -305,6 +306,25 @@ async def test_each_spawn_gets_its_own_environment_through_a_reused_guard() -> N
             ) as proc:
                 seen.append(await read_line(proc))
     assert seen == [b"one", b"one", b"two", b"None", b"one"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the guard server is Linux's")
+async def test_an_idle_reused_guard_leaves_the_last_runs_workspace(tmp_path: Path) -> None:
+    """An idle guard must not pin the directory a finished run worked in (an unmount, a
+    removed worktree): between runs its cwd is `/`."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    script = "import os; print(os.getppid(), flush=True)"
+    with anyio.fail_after(20):
+        async with open_managed_process(
+            [sys.executable, "-c", script], cwd=workspace, stdin="devnull"
+        ) as proc:
+            guard = psutil.Process(int(await read_line(proc)))
+            assert guard.cwd() == str(workspace)
+        # The guard reported the tree gone, then goes idle for the next spawn.
+        await poll_until(lambda: guard.cwd() != str(workspace))
+    assert guard.is_running()
+    assert guard.cwd() == "/"
 
 
 def write_file(path: Path, mode: int) -> Path:

@@ -23,7 +23,8 @@ Two modes:
   from a pidfd (Linux ≥ 5.3), and listens for SIGCHLD only while other members remain. It
   obeys `term`, `kill` and `signal N` (the leader alone). When the control socket closes — the owner
   finished, or died by any signal, SIGKILL included — it SIGKILLs the whole tree and exits
-  once every member is reaped. A guard's orphans (a hostile child killed its guard) re-parent
+  once every member is reaped. Between runs a guard's cwd is `/`, so an idle guard pins no
+  workspace. A guard's orphans (a hostile child killed its guard) re-parent
   to the server, which kills them.
 """
 
@@ -424,6 +425,10 @@ def _serve(ctl: socket.socket, request: dict[str, object], stdio: tuple[int, int
     selector.register(ctl, selectors.EVENT_READ)
     selector.register(wakeup.read_fd, selectors.EVENT_READ)
     while _run_one(ctl, request, stdio, wakeup, selector):
+        # Idle, the guard holds no run's directory: a workspace it last ran in can be removed
+        # or unmounted, and nothing reads a stale cwd from it.
+        with contextlib.suppress(OSError):
+            os.chdir("/")
         following = _next_request(ctl)
         if following is None:
             return
