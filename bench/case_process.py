@@ -1,10 +1,11 @@
 """`process_execute`: a 1 GB output flood, and the subjects for one tiny command.
 
 Baselines are what a user would otherwise write: the same producer piped into `cat >
-/dev/null`, and `subprocess.run(["/bin/bash", "-c", "true"])`, also with `capture_output=True`
-(`tool_true` / `subprocess_true` / `subprocess_true_captured`, measured in the `containment`
-case beside the guard's own cost, so the suite times them once), and the guard's floor for the
-same command (`guarded_floor`).
+/dev/null`, and `subprocess.run(["bash", "-c", "true"])` (`subprocess_bash_true`; the older
+`/bin/bash` form and `capture_output=True` kept for reference), and the floor of any contained
+spawn: `open_managed_process` of the same command (`managed_bash_true`) and the guard's blocking
+round trip (`guarded_floor`). The tiny-command subjects are measured in the `containment` case
+beside the guard's own cost, so the suite times them once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from _report import Section, Target
 from _timing import Sample, Subject, paired, ratios
 from model_agent import ProcessExecuteTool, RequestContext
 from subagent_core import CancelSignal, child_env
+from subagent_core.kit import open_managed_process
 from subagent_core.testing import guarded_round_trip
 
 FLOOD_BYTES = 1_000_000_000
@@ -60,6 +62,45 @@ async def subprocess_true() -> float:
     # Blocking on purpose: this is the call a user would write.
     subprocess.run(["/bin/bash", "-c", "true"], check=True)  # noqa: ASYNC221
     return time.perf_counter() - started
+
+
+async def subprocess_bash_true() -> float:
+    """`subprocess.run(["bash", "-c", "true"])` as a user types it (bash found on PATH)."""
+    started = time.perf_counter()
+    subprocess.run(["bash", "-c", "true"], check=True)  # noqa: ASYNC221
+    return time.perf_counter() - started
+
+
+def managed_bash_true(ctx: Context) -> Subject:
+    """The contained spawn `process_execute` is built on, doing the same I/O: `bash -c true`
+    with stdin from /dev/null and both streams piped and read to EOF, to a confirmed-gone tree.
+    What is left between this and the tool is the tool's own work (validation, the cwd check,
+    the head/tail buffers, the JSON result)."""
+    env = child_env({})
+
+    async def subject() -> float:
+        started = time.perf_counter()
+        async with open_managed_process(
+            ["/bin/bash", "-c", "true"],
+            cwd=ctx.work,
+            env=env,
+            stdin="devnull",
+            stdout="pipe",
+            stderr="pipe",
+            eof_grace_seconds=0.0,
+        ) as proc:
+            assert proc.stdout is not None
+            assert proc.stderr is not None
+            async for _ in proc.stdout:
+                pass
+            async for _ in proc.stderr:
+                pass
+            await proc.wait()
+            if not await proc.terminate(0.0, 1.0, 1.0):
+                raise BenchError("the tree of `bash -c true` was not confirmed gone")
+        return time.perf_counter() - started
+
+    return subject
 
 
 async def subprocess_true_captured() -> float:
