@@ -66,14 +66,15 @@ from acp.schema import (
     TextContentBlock,
     TextResourceContents,
 )
-from harness._config import API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
-from harness._endpoint import ResolvedEndpoint
-from harness._version import VERSION
 from model_agent import (
     AgentEvent,
     AgentStatus,
 )
 from subagent_core import CancelSignal
+
+from harness._config import API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
+from harness._endpoint import ResolvedEndpoint
+from harness._version import VERSION
 
 from .acp_mcp import mcp_servers_from_acp
 from .acp_tool_calls import ACPSession, ask_client, replayed, update_for

@@ -15,8 +15,9 @@ from typing import Any, cast
 import anyio
 import anyio.abc
 from acp.core import AgentSideConnection
-from harness._endpoint import ResolvedEndpoint
 from subagent_core.kit import open_stdio_streams
+
+from harness._endpoint import ResolvedEndpoint
 
 from .acp_server import HarnessACPAgent
 from .session_store import SessionMode as ModeId

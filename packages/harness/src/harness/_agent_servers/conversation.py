@@ -13,8 +13,6 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 
-from harness._agent_factory import agent_config
-from harness._endpoint import ResolvedEndpoint
 from model_agent import (
     Agent,
     AgentEvent,
@@ -28,6 +26,9 @@ from model_agent import (
     ToolStarted,
 )
 from subagent_core import CancelSignal
+
+from harness._agent_factory import agent_config
+from harness._endpoint import ResolvedEndpoint
 
 from .session_store import SessionStore, StoredSession, TranscriptEntry
 from .tool_views import MAX_OUTPUT_BYTES, cut, describe

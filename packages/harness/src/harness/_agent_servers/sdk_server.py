@@ -22,8 +22,6 @@ from typing import Literal
 
 import anyio
 import anyio.abc
-from harness._endpoint import ResolvedEndpoint
-from harness._version import VERSION
 from model_agent import (
     AgentEvent,
     AgentStatus,
@@ -39,6 +37,9 @@ from model_agent import (
 from subagent_core import CancelSignal
 from subagent_core.kit import open_stdio_streams
 from subagent_sdk import wire
+
+from harness._endpoint import ResolvedEndpoint
+from harness._version import VERSION
 
 from .conversation import Conversation
 from .session_store import SessionStore, StoredSession, now_iso
