@@ -18,6 +18,7 @@ from ._commands import (
     demo,
     e2e,
     fakes,
+    fanout,
     providers,
     run,
     sdk_runtime,
@@ -50,6 +51,7 @@ def _root(version: VersionOption = False) -> None:
 app.command("demo")(demo.demo)
 app.command("run")(run.run)
 app.command("delegate")(delegate.delegate)
+app.command("fanout")(fanout.fanout)
 app.command("acp-agent")(acp_agent.acp_agent)
 app.command("sdk-runtime")(sdk_runtime.sdk_runtime)
 app.command("fake-acp-child", context_settings=fakes.PASSTHROUGH_SETTINGS)(fakes.fake_acp_child)

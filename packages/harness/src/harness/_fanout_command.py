@@ -1,0 +1,182 @@
+"""`harness fanout`: the same prompt on several configured agents at once, then one table.
+
+The command resolves the agents as `delegate` resolves one provider, builds one registry for
+them, and hands the rest to `harness.fanout.run_fanout`; Ctrl-C and SIGTERM cancel every child
+through the request's cancel signal (so each is disposed and every worktree removed before the
+exit code, 130 or 143, is returned).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import anyio
+from subagent_core import CancelSignal, SubagentRegistry, SubagentRequest
+
+from ._config import HarnessConfig, ProviderSettings
+from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
+from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
+from ._isolation import IsolationError, IsolationMode
+from ._json_output import emit
+from ._providers import build_registry, is_builtin, provider_settings
+from ._signals import cancel_on_signals
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FanoutOptions:
+    """How `fanout` runs and shows its children."""
+
+    isolation: IsolationMode = "worktree"
+    keep: bool = False
+    concurrency: int | None = None
+    timeout_seconds: float | None = None
+    """Each child's deadline (it then ends `aborted`, shown as timed out)."""
+    patch_dir: Path | None = None
+    json: bool = False
+    live: bool = True
+
+
+def fanout_once(
+    config: HarnessConfig,
+    agents: list[str],
+    prompt: str,
+    *,
+    workspace: Path,
+    base_url: str | None = None,
+    model: str | None = None,
+    options: FanoutOptions | None = None,
+) -> int:
+    """Runs the fan-out and returns the exit code (0 when at least one child completed).
+
+    Raises:
+        UsageError: an unknown agent, a provider with its own `cwd`, a missing key, `worktree`
+            outside a git repository, or an isolation git could not set up.
+    """
+    options = options or FanoutOptions()
+    try:
+        endpoint: ResolvedEndpoint | None = resolve_endpoint(
+            config.model, base_url=base_url, model=model
+        )
+    except MissingKeyError:
+        endpoint = None
+    known = {item.name: item for item in provider_settings(config, endpoint)}
+    chosen: list[ProviderSettings] = []
+    for name in dict.fromkeys(agents):
+        settings = known.get(name)
+        if settings is None:
+            raise UsageError(f'no provider named "{name}" (configured: {", ".join(known)})')
+        if endpoint is None and (is_builtin(config, settings) or settings.kind == "model"):
+            raise MissingKeyError
+        if settings.cwd is not None and options.isolation != "none":
+            raise UsageError(
+                f"providers.{name}.cwd is set, so its child would not work in its own "
+                "worktree or copy; remove it or use --isolation none --yes"
+            )
+        chosen.append(settings)
+    if any(item.kind == "acp" and item.permission == "ask" for item in chosen):
+        options = replace(options, live=False)  # questions are asked on the terminal
+    try:
+        registry = build_registry(chosen, endpoint=endpoint, workspace=workspace)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return anyio.run(_fanout, registry, agents, prompt, workspace, options, backend="asyncio")
+
+
+async def _fanout(
+    registry: SubagentRegistry,
+    agents: list[str],
+    prompt: str,
+    workspace: Path,
+    options: FanoutOptions,
+) -> int:
+    from ._fanout_view import LiveRows, PlainRows, child_record, summary_table
+    from ._output import output_console
+    from .fanout import FanoutResult, run_fanout
+
+    cancel = CancelSignal()
+    request = SubagentRequest(prompt=prompt, cwd=workspace, cancel=cancel, label="fanout")
+    outcomes: list[FanoutResult] = []
+    failure: IsolationError | None = None
+    # Nothing raises inside the signal watcher's task group: an error there would come out
+    # wrapped in an exception group instead of as the one line it is.
+    async with registry, cancel_on_signals(cancel) as received:
+        view: LiveRows | PlainRows | None = None
+        if not options.json:
+            view = LiveRows(agents) if options.live and sys.stderr.isatty() else PlainRows()
+        try:
+            outcomes = await run_fanout(
+                registry,
+                agents,
+                request,
+                isolation=options.isolation,
+                keep=options.keep,
+                concurrency=options.concurrency,
+                timeout_seconds=options.timeout_seconds,
+                patch_dir=options.patch_dir,
+                observer=view,
+            )
+        except IsolationError as error:
+            failure = error
+        except BaseExceptionGroup as group:
+            failure = _isolation_error(group)
+            if failure is None:
+                raise
+        finally:
+            if view is not None:
+                view.close()
+    if failure is not None:
+        raise UsageError(str(failure))
+    code = signal_exit_code(received)
+    if code is None:
+        completed = any(item.result.stop_reason == "completed" for item in outcomes)
+        code = EXIT_OK if completed else EXIT_INCOMPLETE
+    if options.json:
+        for outcome in outcomes:
+            emit(child_record(outcome, kept=options.keep))
+        emit(
+            {
+                "type": "summary",
+                "isolation": options.isolation,
+                "kept": options.keep,
+                "completed": sum(item.result.stop_reason == "completed" for item in outcomes),
+                "total": len(outcomes),
+                "exit_code": code,
+            }
+        )
+        return code
+    console = output_console()
+    title = f"harness fanout ({options.isolation})"
+    console.print(summary_table(outcomes, title=title))
+    for outcome in outcomes:
+        if outcome.patch is not None:
+            console.print(
+                f"#{outcome.number} {outcome.agent}: patch {outcome.patch}", soft_wrap=True
+            )
+        if options.keep and options.isolation != "none" and outcome.isolation_path is not None:
+            where = f"#{outcome.number} {outcome.agent}: kept {outcome.isolation_path}"
+            if outcome.branch is not None:
+                where += f" (branch {outcome.branch})"
+            console.print(where, soft_wrap=True)
+    if received:
+        removed = "" if options.keep else " and its place removed"
+        _err(f"harness: cancelled by signal; every child was stopped{removed}")
+    return code
+
+
+def _isolation_error(group: BaseExceptionGroup[BaseException]) -> IsolationError | None:
+    """The first `IsolationError` in a task group's exceptions, if that is all it holds."""
+    matched, rest = group.split(IsolationError)
+    if matched is None or rest is not None:
+        return None
+    while True:
+        first = matched.exceptions[0]
+        if not isinstance(first, BaseExceptionGroup):
+            return first
+        matched = first
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()

@@ -1,0 +1,285 @@
+"""Fan-out: the same task on several agents at once, each in its own place, compared after.
+
+    run_fanout(registry, agents, request)
+      open_isolation(...)                      worktrees / copies, removed on leaving
+        one task per child, at most `concurrency` at once:
+          prepare its place → start it there (cwd = the place) → watch it (deadline) →
+          dispose it → read its changes as a patch → FanoutResult
+      → one FanoutResult per agent, in the order asked
+
+A child is started through the registry exactly as one delegation is: the provider's own
+containment, teardown graces and permission policy apply unchanged; only the request's cwd
+(the child's place) and its cancel signal (a child of the request's, so cancelling the request
+cancels every child, and a deadline cancels one) differ. A child's failure is its result, never
+an exception; only misuse and an isolation that cannot be set up raise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+from subagent_core import (
+    CancelSignal,
+    SubagentEvent,
+    SubagentRegistry,
+    SubagentRequest,
+    SubagentResult,
+    SubagentRun,
+    SubagentStartError,
+)
+
+from ._isolation import (
+    ISOLATION_MODES,
+    FileChange,
+    Isolation,
+    IsolationError,
+    IsolationMode,
+    NotAGitRepositoryError,
+    Place,
+    branch_label,
+    changes,
+    open_isolation,
+)
+from ._start_failure import spawn_reason
+
+__all__ = [
+    "ISOLATION_MODES",
+    "FanoutObserver",
+    "FanoutResult",
+    "FileChange",
+    "IsolationError",
+    "IsolationMode",
+    "NotAGitRepositoryError",
+    "default_patch_dir",
+    "run_fanout",
+]
+
+EVENTS_DRAIN_SECONDS = 5.0
+"""How long an observer may take to receive a child's last events once it has settled."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FanoutResult:
+    """One child of a fan-out: how it ended, how long it took, what it changed."""
+
+    number: int
+    """1-based position in the agents asked for."""
+    agent: str
+    """The provider name it ran on (configuration, not child text)."""
+    result: SubagentResult
+    """Its result, exactly as one delegation returns it (`output` is child text)."""
+    wall_seconds: float
+    """From the start request to the settled result."""
+    files: tuple[FileChange, ...] = ()
+    """The files it changed against its base (paths are child-controlled)."""
+    patch: Path | None = None
+    """Its diff against the base as a patch file (binary-safe); None when nothing changed."""
+    isolation_path: Path | None = None
+    """Where it worked (its worktree or copy, removed afterwards unless kept)."""
+    branch: str | None = None
+    """Its worktree's branch (deleted afterwards unless kept)."""
+    timed_out: bool = False
+    """The fan-out's deadline cancelled it (it ended `aborted`)."""
+    teardown: str | None = None
+    """The provider's safe teardown note, when disposing needed force."""
+    start_failure: str | None = None
+    """Why it could not start (`not-found`, `not-executable`, `bad-cwd`, `os-error`)."""
+
+    @property
+    def lines_added(self) -> int:
+        """Lines added over every text file."""
+        return sum(change.added or 0 for change in self.files)
+
+    @property
+    def lines_deleted(self) -> int:
+        """Lines deleted over every text file."""
+        return sum(change.deleted or 0 for change in self.files)
+
+
+class FanoutObserver(Protocol):
+    """Follows a fan-out while it runs (the CLI's live rows); called on the event loop."""
+
+    def started(self, number: int, agent: str) -> None:
+        """Child `number` has its place and is being started."""
+
+    def event(self, number: int, event: SubagentEvent) -> None:
+        """An event of child `number` (its text is child-controlled)."""
+
+    def finished(self, outcome: FanoutResult) -> None:
+        """Child `outcome.number` settled, was disposed, and its changes were read."""
+
+
+def default_patch_dir(run_id: str) -> Path:
+    """Where patches go by default: `fanout/<run>` under the harness state directory.
+
+    `HARNESS_STATE_DIR` when set, else the user's XDG state directory; the patches outlive the
+    worktrees, which is why they are not kept in the temporary directory.
+    """
+    configured = os.environ.get("HARNESS_STATE_DIR")
+    if configured:
+        base = Path(configured)
+    else:
+        from ._session_store import default_state_dir
+
+        base = default_state_dir()
+    return base / "fanout" / run_id
+
+
+async def run_fanout(
+    registry: SubagentRegistry,
+    agents: Sequence[str],
+    request: SubagentRequest,
+    *,
+    isolation: IsolationMode = "worktree",
+    keep: bool = False,
+    concurrency: int | None = None,
+    timeout_seconds: float | None = None,
+    patch_dir: Path | None = None,
+    observer: FanoutObserver | None = None,
+) -> list[FanoutResult]:
+    """Runs `request` on every agent in `agents` at once, each in its own place.
+
+    `request.cwd` (default: the current directory) is the workspace copied or checked out for
+    each child; `request.cancel` cancels every child. `concurrency` bounds how many children
+    run at once (default: all); `timeout_seconds` is each child's deadline (it then ends
+    `aborted` with `timed_out`). Patches go to `patch_dir` (default: `default_patch_dir`).
+    Every worktree, `fanout/` branch and temporary directory is removed before this returns
+    or raises, unless `keep`.
+
+    Raises:
+        ValueError: no agents, an agent the registry does not have, or `concurrency` < 1.
+        NotAGitRepositoryError: `worktree` isolation outside a git repository.
+        IsolationError: a worktree or copy could not be made (fixed text).
+    """
+    if not agents:
+        raise ValueError("a fan-out needs at least one agent")
+    unknown = sorted(set(agents) - set(registry.names()))
+    if unknown:
+        raise ValueError(f"no provider named {', '.join(repr(name) for name in unknown)}")
+    if concurrency is not None and concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    if isolation not in ISOLATION_MODES:
+        raise ValueError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
+    workspace = Path(await anyio.Path(request.cwd or os.getcwd()).resolve())
+    limiter = anyio.CapacityLimiter(concurrency or len(agents))
+    outcomes: dict[int, FanoutResult] = {}
+    async with open_isolation(isolation, workspace, keep=keep) as places:
+        patches = patch_dir or default_patch_dir(places.run_id)
+
+        async def one(number: int, agent: str) -> None:
+            async with limiter:
+                outcome = await _run_child(
+                    registry,
+                    agent,
+                    number,
+                    request,
+                    places,
+                    patches,
+                    timeout_seconds,
+                    observer,
+                )
+            outcomes[number] = outcome
+            if observer is not None:
+                observer.finished(outcome)
+
+        async with anyio.create_task_group() as tg:
+            for number, agent in enumerate(agents, start=1):
+                tg.start_soon(one, number, agent)
+    return [outcomes[number] for number in sorted(outcomes)]
+
+
+async def _run_child(
+    registry: SubagentRegistry,
+    agent: str,
+    number: int,
+    request: SubagentRequest,
+    places: Isolation,
+    patches: Path,
+    timeout_seconds: float | None,
+    observer: FanoutObserver | None,
+) -> FanoutResult:
+    if request.cancel.cancelled:
+        return FanoutResult(
+            number=number,
+            agent=agent,
+            result=SubagentResult(stop_reason="aborted"),
+            wall_seconds=0.0,
+        )
+    place = await places.prepare(number, agent)
+    cancel = request.cancel.child()
+    label = f"{request.label or 'fanout'} #{number}"
+    child_request = dataclasses.replace(request, cwd=place.cwd, cancel=cancel, label=label)
+    if observer is not None:
+        observer.started(number, agent)
+    started = anyio.current_time()
+    timed_out = False
+    teardown: str | None = None
+    start_failure: str | None = None
+    try:
+        run = await registry.start(agent, child_request)
+    except SubagentStartError as error:
+        result = SubagentResult(stop_reason="error", diagnostic=str(error))
+        start_failure = spawn_reason(error)
+    else:
+        async with run:
+            result, timed_out = await _watch(run, number, cancel, timeout_seconds, observer)
+            teardown = await run.dispose()
+    wall = anyio.current_time() - started
+    patch = await _patch_path(patches, number, agent, place)
+    files = await changes(place, patch)
+    return FanoutResult(
+        number=number,
+        agent=agent,
+        result=result,
+        wall_seconds=wall,
+        files=files,
+        patch=patch if files and patch is not None else None,
+        isolation_path=place.root,
+        branch=place.branch,
+        timed_out=timed_out,
+        teardown=teardown,
+        start_failure=start_failure,
+    )
+
+
+async def _patch_path(patches: Path, number: int, agent: str, place: Place) -> Path | None:
+    if place.base is None:
+        return None
+    await anyio.Path(patches).mkdir(parents=True, exist_ok=True)
+    return patches / f"{number}-{branch_label(agent)}.patch"
+
+
+async def _watch(
+    run: SubagentRun,
+    number: int,
+    cancel: CancelSignal,
+    timeout_seconds: float | None,
+    observer: FanoutObserver | None,
+) -> tuple[SubagentResult, bool]:
+    """The run's result; its events go to `observer`; the deadline cancels it alone."""
+    result: SubagentResult | None = None
+    timed_out = False
+    async with anyio.create_task_group() as tg:
+        if observer is not None:
+
+            async def show_events() -> None:
+                async for event in run.events():
+                    observer.event(number, event)
+
+            tg.start_soon(show_events)
+        with anyio.move_on_after(math.inf if timeout_seconds is None else timeout_seconds):
+            result = await run.result()
+        if result is None:
+            timed_out = True
+            cancel.cancel()
+            result = await run.result()
+        tg.cancel_scope.deadline = anyio.current_time() + EVENTS_DRAIN_SECONDS
+    assert result is not None
+    return result, timed_out
