@@ -1,0 +1,310 @@
+"""`harness.fanout.run_fanout` in a real temporary git repository, with scripted fake ACP children.
+
+Each fake child writes its own file (the fake's `markers` knob writes relative to its cwd, which
+is its worktree or copy). What must hold: each patch holds exactly its child's change, the
+user's tree is untouched, and afterwards no worktree, `fanout/` branch, temporary directory or
+process is left (the leak guard checks the processes).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from harness.fanout import FanoutResult, NotAGitRepositoryError, run_fanout
+from subagent_acp import ACPConfig, ACPProvider
+from subagent_core import SubagentEvent, SubagentRegistry, SubagentRequest
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    )
+    return done.stdout
+
+
+@pytest.fixture
+def temp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The directory `tempfile` makes worktrees and copies in, checked empty afterwards."""
+    root = tmp_path / "tmp"
+    root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    return root
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository with one commit, an uncommitted edit and an untracked file."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q")
+    (path / "base.txt").write_text("one\n", encoding="utf-8")
+    (path / ".gitignore").write_text("build/\n*.o\n", encoding="utf-8")
+    (path / "src").mkdir()
+    (path / "src" / "lib.txt").write_text("lib\n", encoding="utf-8")
+    git(path, "add", ".")
+    git(path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    (path / "base.txt").write_text("one\ntwo\n", encoding="utf-8")  # uncommitted
+    (path / "notes.txt").write_text("untracked\n", encoding="utf-8")
+    (path / "build").mkdir()
+    (path / "build" / "out.bin").write_text("ignored\n", encoding="utf-8")
+    return path
+
+
+def writer(name: str, files: dict[str, str], **extra: Any) -> ACPProvider:
+    """A fake child that writes `files` (relative to its cwd) when it gets the prompt."""
+    markers = [{"at": "prompt", "path": path, "text": text} for path, text in files.items()]
+    script = {"text": f"{name} done", "markers": markers, **extra}
+    return ACPProvider(
+        ACPConfig(
+            provider_name=name,
+            command=sys.executable,
+            args=["-m", "subagent_acp.testing", "--script-json", json.dumps(script)],
+            dispose_eof_grace_seconds=0.5,
+            dispose_grace_seconds=0.5,
+        )
+    )
+
+
+def snapshot(repo: Path) -> dict[str, str]:
+    """Every file of the user's tree (outside .git) with its content."""
+    return {
+        str(path.relative_to(repo)): path.read_text(encoding="utf-8")
+        for path in sorted(repo.rglob("*"))
+        if path.is_file() and ".git" not in path.relative_to(repo).parts
+    }
+
+
+def assert_empty(directory: Path) -> None:
+    assert list(directory.iterdir()) == []
+
+
+def assert_nothing_left(repo: Path, temp_root: Path) -> None:
+    worktrees = git(repo, "worktree", "list", "--porcelain")
+    assert worktrees.count("worktree ") == 1
+    assert git(repo, "branch", "--list", "fanout/*") == ""
+    assert list(temp_root.iterdir()) == []
+
+
+async def test_each_patch_holds_exactly_its_childs_change(
+    repo: Path, temp_root: Path, tmp_path: Path
+) -> None:
+    """Three children write different files; each patch is its own; the user's tree is as it was."""
+    before_files, before_status = snapshot(repo), git(repo, "status", "--porcelain")
+    registry = SubagentRegistry()
+    registry.register(writer("adder", {"added.txt": "new\n"}))
+    registry.register(writer("editor", {"base.txt": "one\ntwo\nthree\n"}))
+    registry.register(writer("nested", {"src/new.txt": "x\ny\n", "skip.o": "ignored\n"}))
+    patches = tmp_path / "patches"
+    with anyio.fail_after(60):
+        async with registry:
+            outcomes = await run_fanout(
+                registry,
+                ["adder", "editor", "nested"],
+                SubagentRequest(prompt="work", cwd=repo),
+                patch_dir=patches,
+            )
+    assert [(o.agent, o.result.stop_reason, o.result.output) for o in outcomes] == [
+        ("adder", "completed", "adder done"),
+        ("editor", "completed", "editor done"),
+        ("nested", "completed", "nested done"),
+    ]
+    by_agent = {o.agent: o for o in outcomes}
+    assert [(f.path, f.added, f.deleted) for f in by_agent["adder"].files] == [("added.txt", 1, 0)]
+    assert [(f.path, f.added, f.deleted) for f in by_agent["editor"].files] == [("base.txt", 1, 0)]
+    assert [(f.path, f.added, f.deleted) for f in by_agent["nested"].files] == [
+        ("src/new.txt", 2, 0)
+    ]
+    for outcome in outcomes:
+        assert outcome.patch is not None
+        assert outcome.patch.parent == patches
+        text = outcome.patch.read_text(encoding="utf-8")
+        assert text.count("diff --git ") == 1
+    editor_patch = by_agent["editor"].patch
+    assert editor_patch is not None
+    # The child started from the user's uncommitted tree: its patch applies to it as it is.
+    assert " one\n two\n+three\n" in editor_patch.read_text(encoding="utf-8")
+    git(repo, "apply", "--check", str(editor_patch))
+    assert snapshot(repo) == before_files
+    assert git(repo, "status", "--porcelain") == before_status
+    for outcome in outcomes:
+        assert outcome.isolation_path is not None
+        assert not outcome.isolation_path.exists()
+    assert_nothing_left(repo, temp_root)
+
+
+async def test_keep_leaves_the_worktrees_and_their_branches(repo: Path, temp_root: Path) -> None:
+    registry = SubagentRegistry()
+    registry.register(writer("adder", {"added.txt": "new\n"}))
+    with anyio.fail_after(60):
+        async with registry:
+            outcomes = await run_fanout(
+                registry,
+                ["adder", "adder"],
+                SubagentRequest(prompt="work", cwd=repo),
+                keep=True,
+                patch_dir=repo.parent / "patches",
+            )
+    branches = git(repo, "branch", "--format=%(refname:short)", "--list", "fanout/*").split()
+    assert sorted(branches) == sorted(o.branch for o in outcomes if o.branch)
+    assert len(branches) == 2
+    for outcome in outcomes:
+        assert outcome.isolation_path is not None
+        kept = outcome.isolation_path
+        assert (kept / "added.txt").read_text(encoding="utf-8") == "new\n"
+        assert (kept / "notes.txt").read_text(encoding="utf-8") == "untracked\n"
+        assert not (kept / "build").exists()  # ignored files are not carried
+        assert not any(p.name.startswith((".index-", ".git-")) for p in kept.parent.iterdir())
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 3
+    for outcome in outcomes:
+        git(repo, "worktree", "remove", "--force", str(outcome.isolation_path))
+    git(repo, "branch", "-q", "-D", *branches)
+
+
+async def test_concurrency_bounds_how_many_run_at_once(repo: Path, temp_root: Path) -> None:
+    order: list[str] = []
+
+    class Recorder:
+        def started(self, number: int, agent: str) -> None:
+            order.append(f"start {number}")
+
+        def event(self, number: int, event: SubagentEvent) -> None:
+            pass
+
+        def finished(self, outcome: FanoutResult) -> None:
+            order.append(f"end {outcome.number}")
+
+    registry = SubagentRegistry()
+    registry.register(writer("adder", {"added.txt": "new\n"}))
+    with anyio.fail_after(60):
+        async with registry:
+            await run_fanout(
+                registry,
+                ["adder"] * 3,
+                SubagentRequest(prompt="work", cwd=repo),
+                concurrency=1,
+                patch_dir=repo.parent / "patches",
+                observer=Recorder(),
+            )
+    assert order == ["start 1", "end 1", "start 2", "end 2", "start 3", "end 3"]
+    assert_nothing_left(repo, temp_root)
+
+
+async def test_a_crashed_child_still_leaves_nothing(repo: Path, temp_root: Path) -> None:
+    """The crash is the child's result; its partial write is its patch; cleanup runs."""
+    registry = SubagentRegistry()
+    registry.register(
+        writer(
+            "crasher",
+            {"half.txt": "partial\n"},
+            crash={"at": "after_prompt_output", "exit_code": 3},
+        )
+    )
+    with anyio.fail_after(60):
+        async with registry:
+            [outcome] = await run_fanout(
+                registry,
+                ["crasher"],
+                SubagentRequest(prompt="work", cwd=repo),
+                patch_dir=repo.parent / "patches",
+            )
+    assert outcome.result.stop_reason == "error"
+    assert outcome.result.diagnostic == (
+        "Subagent failure (provider: crasher; stage: process; category: process-exit; exit code: 3)"
+    )
+    assert [f.path for f in outcome.files] == ["half.txt"]
+    assert_nothing_left(repo, temp_root)
+
+
+async def test_a_workspace_inside_the_repository_keeps_its_place(
+    repo: Path, temp_root: Path
+) -> None:
+    """The child's cwd is the same subdirectory of its worktree; paths stay repository-relative."""
+    sub = repo / "pkg"
+    sub.mkdir()
+    registry = SubagentRegistry()
+    registry.register(writer("adder", {"here.txt": "x\n"}))
+    with anyio.fail_after(60):
+        async with registry:
+            [outcome] = await run_fanout(
+                registry,
+                ["adder"],
+                SubagentRequest(prompt="work", cwd=sub),  # not in git: no file there yet
+                patch_dir=repo.parent / "patches",
+            )
+    assert [f.path for f in outcome.files] == ["pkg/here.txt"]
+    assert not (sub / "here.txt").exists()
+    assert_nothing_left(repo, temp_root)
+
+
+async def test_worktree_outside_a_repository_is_refused(tmp_path: Path, temp_root: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    registry = SubagentRegistry()
+    registry.register(writer("adder", {"added.txt": "new\n"}))
+    with anyio.fail_after(60):
+        async with registry:
+            with pytest.raises(NotAGitRepositoryError) as raised:
+                await run_fanout(registry, ["adder"], SubagentRequest(prompt="w", cwd=plain))
+    assert str(raised.value) == (
+        "worktree isolation needs a git repository; outside one use --isolation copy"
+    )
+    assert_empty(temp_root)
+
+
+async def test_copy_outside_a_repository_works(tmp_path: Path, temp_root: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "keep.txt").write_text("k\n", encoding="utf-8")
+    registry = SubagentRegistry()
+    registry.register(writer("adder", {"added.txt": "new\n", "keep.txt": "k\nmore\n"}))
+    with anyio.fail_after(60):
+        async with registry:
+            [outcome] = await run_fanout(
+                registry,
+                ["adder"],
+                SubagentRequest(prompt="w", cwd=plain),
+                isolation="copy",
+                patch_dir=tmp_path / "patches",
+            )
+    assert outcome.result.stop_reason == "completed"
+    assert sorted((f.path, f.added, f.deleted) for f in outcome.files) == [
+        ("added.txt", 1, 0),
+        ("keep.txt", 1, 0),
+    ]
+    assert sorted(p.name for p in plain.iterdir()) == ["keep.txt"]
+    assert (plain / "keep.txt").read_text(encoding="utf-8") == "k\n"
+    assert_empty(temp_root)
+
+
+async def test_copy_inside_a_repository_respects_gitignore(repo: Path, temp_root: Path) -> None:
+    registry = SubagentRegistry()
+    registry.register(writer("adder", {"added.txt": "new\n"}))
+    with anyio.fail_after(60):
+        async with registry:
+            [outcome] = await run_fanout(
+                registry,
+                ["adder"],
+                SubagentRequest(prompt="w", cwd=repo),
+                isolation="copy",
+                keep=True,
+                patch_dir=repo.parent / "patches",
+            )
+    kept = outcome.isolation_path
+    assert kept is not None
+    assert sorted(p.name for p in kept.iterdir()) == [
+        ".gitignore",
+        "added.txt",
+        "base.txt",
+        "notes.txt",
+        "src",
+    ]
+    assert (kept / "base.txt").read_text(encoding="utf-8") == "one\ntwo\n"
+    assert [f.path for f in outcome.files] == ["added.txt"]
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
