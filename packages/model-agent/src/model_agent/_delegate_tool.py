@@ -32,6 +32,12 @@ from subagent_core import (
 
 from ._activity import ActivityEntry
 from ._config import AgentConfig
+from ._delegate_children import (
+    CHILDREN_SCHEMA,
+    InvalidChildrenError,
+    child_arguments,
+    run_children,
+)
 from ._delegate_queue import DelegateQueue, QueueFullError, delegate_queue
 from ._events import AgentEvent, ChildEnded, ChildEvent, ChildStarted, ToolEnded, ToolStarted
 from ._model_run import MODEL_PROVIDER, ChildAgentFactory, ChildProvider
@@ -47,7 +53,11 @@ CANCELLED_BEFORE_START_TEXT = "subagent run was cancelled before it started"
 _DESCRIPTION = (
     "Delegate a self-contained task to a child agent that works in the same workspace with "
     "the same mode and a subset of your tools (it cannot delegate further). It does not see "
-    "this conversation: put everything it needs in `task`. Returns the child's final answer."
+    "this conversation: put everything it needs in `task`. Returns the child's final answer. "
+    "To run several independent tasks at once, pass `children` (a list of {task, description, "
+    "tools?}) instead; you get one result per child, in order. Children share this workspace "
+    "and its rules (no separate copies or worktrees): give children that write files "
+    "disjoint files."
 )
 
 _PARAMETERS: dict[str, Any] = {
@@ -61,8 +71,10 @@ _PARAMETERS: dict[str, Any] = {
             "description": "Optional subset of your tool names the child may use (default: all "
             "of yours except subagent_delegate).",
         },
+        "children": CHILDREN_SCHEMA,
     },
-    "required": ["task", "description"],
+    # Either task + description, or children: checked by the tool (a top-level oneOf is not
+    # accepted by every function-calling API).
     "additionalProperties": False,
 }
 
@@ -207,14 +219,28 @@ class SubagentDelegateTool:
         self._timeout = config.delegate_timeout_seconds
 
     async def call(self, arguments: Mapping[str, Any], context: RequestContext) -> ToolOutcome:
-        """Validates, queues, runs and reports one child; never raises for child failure."""
+        """Validates, queues, runs and reports one child (or each of `children` at once).
+
+        Never raises for child failure.
+        """
         refusal = _gate(context)
         if refusal is not None:
             return _failed(refusal)
         try:
-            parsed = parse_delegate_arguments(arguments, context.tool_names)
-        except InvalidDelegateArgumentsError as error:
+            entries = child_arguments(arguments)
+            # Every entry is checked before any child starts.
+            children = [
+                parse_delegate_arguments(entry, context.tool_names)
+                for entry in (entries if entries is not None else [arguments])
+            ]
+        except (InvalidDelegateArgumentsError, InvalidChildrenError) as error:
             return _failed(str(error))
+        if entries is None:
+            return await self._admit(children[0], context)
+        return await run_children(children, lambda child: self._admit(child, context))
+
+    async def _admit(self, parsed: DelegateArguments, context: RequestContext) -> ToolOutcome:
+        """Waits for a slot in the queue, then runs the child; a full queue fails the call."""
         try:
             async with self._queue.slot(context.cancel) as admitted:
                 if not admitted or context.cancel.cancelled:
