@@ -31,6 +31,7 @@ import case_delegation
 import case_dispose
 import case_events
 import case_fanout
+import case_fanout_isolation
 import case_harness
 import case_model
 import case_prewarm
@@ -58,6 +59,7 @@ CASES: dict[str, Case] = {
     "prewarm": case_prewarm.prewarm,
     "dispose": case_dispose.dispose,
     "fanout": case_fanout.fanout,
+    "fanout-isolation": case_fanout_isolation.fanout_isolation,
 }
 
 
