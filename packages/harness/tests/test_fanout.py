@@ -308,3 +308,26 @@ async def test_copy_inside_a_repository_respects_gitignore(repo: Path, temp_root
     assert (kept / "base.txt").read_text(encoding="utf-8") == "one\ntwo\n"
     assert [f.path for f in outcome.files] == ["added.txt"]
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+async def test_a_repository_without_commits_starts_from_its_files(
+    tmp_path: Path, temp_root: Path
+) -> None:
+    """An unborn branch: the snapshot commit has no parent and holds the untracked files."""
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git(fresh, "init", "-q")
+    (fresh / "draft.txt").write_text("draft\n", encoding="utf-8")
+    registry = SubagentRegistry()
+    registry.register(writer("editor", {"draft.txt": "draft\nmore\n"}))
+    with anyio.fail_after(60):
+        async with registry:
+            [outcome] = await run_fanout(
+                registry,
+                ["editor"],
+                SubagentRequest(prompt="w", cwd=fresh),
+                patch_dir=tmp_path / "patches",
+            )
+    assert [(f.path, f.added, f.deleted) for f in outcome.files] == [("draft.txt", 1, 0)]
+    assert git(fresh, "status", "--porcelain") == "?? draft.txt\n"
+    assert_nothing_left(fresh, temp_root)

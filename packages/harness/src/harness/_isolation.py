@@ -244,8 +244,9 @@ class Isolation:
         repo = self.repository
         index = self.temp / ".index-base"
         env = {"GIT_INDEX_FILE": str(index)}
-        head = await self._head()
-        real_index = Path((await _git(["rev-parse", "--git-path", "index"], cwd=repo)).decode())
+        head, head_tree = await self._head()
+        listed = await _git(["rev-parse", "--git-path", "index"], cwd=repo)
+        real_index = Path(listed.decode("utf-8", "surrogateescape").strip())
         real_index = real_index if real_index.is_absolute() else repo / real_index
         if real_index.exists():
             # A copy of the user's index keeps its stat data: `add -A` then rehashes only
@@ -256,11 +257,9 @@ class Isolation:
         await _git(["add", "-A", "--", "."], cwd=repo, env=env)
         tree = (await _git(["write-tree"], cwd=repo, env=env)).decode().strip()
         index.unlink(missing_ok=True)
-        if head is not None:
-            head_tree = await _git(["rev-parse", f"{head}^{{tree}}"], cwd=repo)
-            if head_tree.decode().strip() == tree:
-                self._base = head
-                return head
+        if head is not None and head_tree == tree:
+            self._base = head
+            return head
         parents = ["-p", head] if head is not None else []
         commit = await _git(
             ["commit-tree", tree, *parents, "-m", _SNAPSHOT_MESSAGE], cwd=repo, env=_IDENTITY
@@ -268,13 +267,15 @@ class Isolation:
         self._base = commit.decode().strip()
         return self._base
 
-    async def _head(self) -> str | None:
+    async def _head(self) -> tuple[str | None, str | None]:
+        """HEAD's commit and tree, or `(None, None)` on an unborn branch (no commit yet)."""
         assert self.repository is not None
         try:
-            out = await _git(["rev-parse", "--verify", "-q", "HEAD"], cwd=self.repository)
+            out = await _git(["rev-parse", "HEAD", "HEAD^{tree}"], cwd=self.repository)
         except IsolationError:
-            return None  # an unborn branch: no commit yet
-        return out.decode().strip() or None
+            return None, None
+        lines = out.decode().split()
+        return (lines[0], lines[1]) if len(lines) == 2 else (None, None)
 
     async def _add_worktree(self, target: Path, name: str) -> Place:
         assert self.repository is not None
@@ -290,6 +291,8 @@ class Isolation:
             index=self.temp / f".index-{name}",
         )
         await _git(["worktree", "add", "-q", "-b", branch, str(target), base], cwd=self.repository)
+        assert place.index is not None
+        await anyio.to_thread.run_sync(_copy_worktree_index, target, place.index)
         return place
 
     async def _copy(self, target: Path, name: str) -> Place:
@@ -351,7 +354,8 @@ async def changes(place: Place, patch: Path | None) -> tuple[FileChange, ...]:
     env: dict[str, str] = {}
     if place.index is not None:
         env["GIT_INDEX_FILE"] = str(place.index)
-        await _git([*place.git_args, "read-tree", place.base], cwd=place.root, env=env)
+        if not await anyio.Path(place.index).exists():
+            await _git([*place.git_args, "read-tree", place.base], cwd=place.root, env=env)
     await _git([*place.git_args, "add", "-A", "--", "."], cwd=place.root, env=env)
     diff = [*place.git_args, "diff", "--cached", "--no-renames", "--no-color", place.base]
     listing = await _git([*diff, "--numstat", "-z"], cwd=place.root, env=env)
@@ -396,6 +400,28 @@ def _copy_listed(source: Path, target: Path, names: list[str]) -> None:
             destination.symlink_to(os.readlink(origin))
         else:
             shutil.copy2(origin, destination)
+
+
+def _copy_worktree_index(target: Path, index: Path) -> None:
+    """Copies a fresh worktree's own index (stat data of its checkout) to the private `index`.
+
+    Read right after `git worktree add`, before the child runs, so the `.git` file pointing to
+    it is still git's. With the stat data `add -A` later rehashes only what the child touched;
+    without a copy (an unexpected layout) `changes` builds the index from the base instead.
+    """
+    marker = target / ".git"
+    try:
+        text = marker.read_text("utf-8").strip()
+    except OSError:
+        return
+    if not text.startswith("gitdir: "):
+        return
+    admin = Path(text.removeprefix("gitdir: "))
+    source = (admin if admin.is_absolute() else target / admin) / "index"
+    try:
+        shutil.copyfile(source, index)
+    except OSError:
+        index.unlink(missing_ok=True)
 
 
 def _copy_tree(source: Path, target: Path) -> None:
