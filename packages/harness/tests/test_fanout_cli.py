@@ -13,7 +13,8 @@ from typing import Any
 
 import anyio
 import pytest
-from subagent_core import child_env, open_managed_process
+from subagent_core import child_env
+from subagent_core.kit import open_managed_process
 
 HARNESS = [sys.executable, "-m", "harness"]
 CRASH = "Subagent failure (provider: crasher; stage: process; category: process-exit; exit code: 3)"

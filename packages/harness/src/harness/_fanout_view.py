@@ -47,12 +47,9 @@ def cost_cell(outcome: FanoutResult) -> str:
 def cost_of(outcome: FanoutResult) -> tuple[float, str] | None:
     """`(amount, currency)` of the child's usage, when its provider reports a cost."""
     usage = outcome.result.usage
-    cost: object = getattr(usage, "cost", None)
-    amount: object = getattr(cost, "amount", None)
-    currency: object = getattr(cost, "currency", None)
-    if isinstance(amount, int | float) and isinstance(currency, str):
-        return float(amount), currency
-    return None
+    if usage is None or usage.cost is None:
+        return None
+    return usage.cost.amount, usage.cost.currency
 
 
 def files_cell(outcome: FanoutResult) -> str:
@@ -197,11 +194,10 @@ def child_record(outcome: FanoutResult, *, kept: bool) -> dict[str, Any]:
     usage_record: dict[str, Any] | None = None
     if usage is not None:
         cost = cost_of(outcome)
-        cached: object = getattr(usage, "cached_input_tokens", None)
         usage_record = {
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
-            "cached_input_tokens": cached if isinstance(cached, int) else None,
+            "cached_input_tokens": usage.cached_input_tokens,
             "cost": None if cost is None else {"amount": cost[0], "currency": cost[1]},
         }
     return {
@@ -210,6 +206,7 @@ def child_record(outcome: FanoutResult, *, kept: bool) -> dict[str, Any]:
         "agent": outcome.agent,
         "stop_reason": outcome.result.stop_reason,
         "output": outcome.result.output,
+        "structured_output": outcome.result.structured_output,
         "diagnostic": outcome.result.diagnostic,
         "timed_out": outcome.timed_out,
         "start_failure": outcome.start_failure,

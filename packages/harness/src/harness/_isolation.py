@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Literal
 
 import anyio
-from subagent_core import SpawnError, child_env, open_managed_process
+from subagent_core import child_env
+from subagent_core.kit import SpawnError, open_managed_process
 
 IsolationMode = Literal["worktree", "copy", "none"]
 ISOLATION_MODES: tuple[IsolationMode, ...] = ("worktree", "copy", "none")
