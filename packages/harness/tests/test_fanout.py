@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
-from harness.fanout import FanoutResult, NotAGitRepositoryError, run_fanout
+from harness.fanout import FanoutResult, IsolationError, NotAGitRepositoryError, run_fanout
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_core import SubagentEvent, SubagentRegistry, SubagentRequest
 
@@ -331,3 +331,24 @@ async def test_a_repository_without_commits_starts_from_its_files(
     assert [(f.path, f.added, f.deleted) for f in outcome.files] == [("draft.txt", 1, 0)]
     assert git(fresh, "status", "--porcelain") == "?? draft.txt\n"
     assert_nothing_left(fresh, temp_root)
+
+
+async def test_a_worktree_git_refuses_fails_the_fan_out_and_removes_the_rest(
+    repo: Path, temp_root: Path
+) -> None:
+    """A branch named `fanout` blocks every `fanout/…` branch: fixed text, nothing left."""
+    git(repo, "branch", "fanout")
+    registry = SubagentRegistry()
+    registry.register(writer("adder", {"added.txt": "new\n"}))
+    with anyio.fail_after(60):
+        async with registry:
+            with pytest.raises(IsolationError) as raised:
+                await run_fanout(
+                    registry,
+                    ["adder", "adder"],
+                    SubagentRequest(prompt="w", cwd=repo),
+                    patch_dir=repo.parent / "patches",
+                )
+    assert str(raised.value) == "git worktree failed (exit code 255)"
+    assert_nothing_left(repo, temp_root)
+    git(repo, "branch", "-q", "-D", "fanout")

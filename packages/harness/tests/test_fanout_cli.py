@@ -79,6 +79,10 @@ def setup(tmp_path: Path) -> dict[str, Path]:
                 "text": "Working",
                 "hang_at": "prompt",
                 "markers": [{"at": "prompt", "path": str(started / "napper"), "text": "1"}],
+                # Hostile: deaf to session/cancel, EOF and SIGTERM; only SIGKILL ends it.
+                "ignore_cancel": True,
+                "ignore_eof": True,
+                "trap_sigterm": True,
             },
         ),
         encoding="utf-8",

@@ -119,10 +119,6 @@ async def _fanout(
             )
         except IsolationError as error:
             failure = error
-        except BaseExceptionGroup as group:
-            failure = _isolation_error(group)
-            if failure is None:
-                raise
         finally:
             if view is not None:
                 view.close()
@@ -163,18 +159,6 @@ async def _fanout(
         removed = "" if options.keep else " and its place removed"
         _err(f"harness: cancelled by signal; every child was stopped{removed}")
     return code
-
-
-def _isolation_error(group: BaseExceptionGroup[BaseException]) -> IsolationError | None:
-    """The first `IsolationError` in a task group's exceptions, if that is all it holds."""
-    matched, rest = group.split(IsolationError)
-    if matched is None or rest is not None:
-        return None
-    while True:
-        first = matched.exceptions[0]
-        if not isinstance(first, BaseExceptionGroup):
-            return first
-        matched = first
 
 
 def _err(line: str) -> None:

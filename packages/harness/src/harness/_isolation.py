@@ -331,9 +331,15 @@ class Isolation:
         for place in self.places:
             await anyio.to_thread.run_sync(_remove_tree, place.root)
         if self.mode == "worktree" and self.repository is not None:
-            branches = [place.branch for place in self.places if place.branch is not None]
+            # Every branch of this run, as git lists them: a `worktree add` that failed half
+            # way may have made its branch without this object hearing of it.
+            prefix = f"refs/heads/{BRANCH_PREFIX}{self.run_id}/"
             try:
                 await _git(["worktree", "prune"], cwd=self.repository)
+                listed = await _git(
+                    ["for-each-ref", "--format=%(refname:short)", prefix], cwd=self.repository
+                )
+                branches = listed.decode("utf-8", "surrogateescape").split()
                 if branches:
                     await _git(["branch", "-q", "-D", *branches], cwd=self.repository)
             except IsolationError:

@@ -189,9 +189,16 @@ async def run_fanout(
             if observer is not None:
                 observer.finished(outcome)
 
-        async with anyio.create_task_group() as tg:
-            for number, agent in enumerate(agents, start=1):
-                tg.start_soon(one, number, agent)
+        try:
+            async with anyio.create_task_group() as tg:
+                for number, agent in enumerate(agents, start=1):
+                    tg.start_soon(one, number, agent)
+        except BaseExceptionGroup as group:
+            # A place git could not make ends the fan-out: as itself, not wrapped in a group.
+            first = _only_isolation_error(group)
+            if first is None:
+                raise
+            raise first from None
     return [outcomes[number] for number in sorted(outcomes)]
 
 
@@ -283,3 +290,15 @@ async def _watch(
         tg.cancel_scope.deadline = anyio.current_time() + EVENTS_DRAIN_SECONDS
     assert result is not None
     return result, timed_out
+
+
+def _only_isolation_error(group: BaseExceptionGroup[BaseException]) -> IsolationError | None:
+    """The first `IsolationError` of a task group's exceptions, if they are all that."""
+    matched, rest = group.split(IsolationError)
+    if matched is None or rest is not None:
+        return None
+    while True:
+        first = matched.exceptions[0]
+        if not isinstance(first, BaseExceptionGroup):
+            return first
+        matched = first
