@@ -352,3 +352,22 @@ async def test_a_worktree_git_refuses_fails_the_fan_out_and_removes_the_rest(
     assert str(raised.value) == "git worktree failed (exit code 255)"
     assert_nothing_left(repo, temp_root)
     git(repo, "branch", "-q", "-D", "fanout")
+
+
+async def test_a_child_rewriting_its_dot_git_file_cannot_redirect_the_patch(
+    repo: Path, temp_root: Path
+) -> None:
+    """Its changes are read through the git dir fixed at creation, not the `.git` it rewrote."""
+    registry = SubagentRegistry()
+    registry.register(writer("forger", {".git": "gitdir: /nowhere\n", "mine.txt": "m\n"}))
+    with anyio.fail_after(60):
+        async with registry:
+            [outcome] = await run_fanout(
+                registry,
+                ["forger"],
+                SubagentRequest(prompt="w", cwd=repo),
+                patch_dir=repo.parent / "patches",
+            )
+    assert (outcome.result.stop_reason, outcome.changes_error) == ("completed", None)
+    assert [f.path for f in outcome.files] == ["mine.txt"]
+    assert_nothing_left(repo, temp_root)

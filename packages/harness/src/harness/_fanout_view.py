@@ -53,7 +53,9 @@ def cost_of(outcome: FanoutResult) -> tuple[float, str] | None:
 
 
 def files_cell(outcome: FanoutResult) -> str:
-    """`N files +A −D`, `—` when nothing changed."""
+    """`N files +A −D`, `—` when nothing changed, `unreadable` when git could not say."""
+    if outcome.changes_error is not None:
+        return "unreadable"
     if not outcome.files:
         return "—"
     count = len(outcome.files)
@@ -220,6 +222,7 @@ def child_record(outcome: FanoutResult, *, kept: bool) -> dict[str, Any]:
         "lines_added": outcome.lines_added,
         "lines_deleted": outcome.lines_deleted,
         "patch": None if outcome.patch is None else str(outcome.patch),
+        "changes_error": outcome.changes_error,
         "isolation_path": str(outcome.isolation_path) if kept and outcome.isolation_path else None,
         "branch": outcome.branch if kept else None,
     }

@@ -106,7 +106,8 @@ class Place:
     base: str | None = None
     """The commit or tree the child's patch is taken against (None: no patch, for `none`)."""
     git_args: tuple[str, ...] = ()
-    """How git addresses this place (`-C root`, or a private git dir and work tree)."""
+    """How git addresses this place: its git dir (the worktree's, or the copy's private one)
+    and work tree, fixed when the place was made."""
     index: Path | None = None
     """A private index for reading the child's changes (None: the place's own index)."""
 
@@ -224,8 +225,8 @@ class Isolation:
         assert self.temp is not None
         name = f"{number}-{branch_label(agent)}"
         target = self.temp / name
-        # Commands on the shared repository run one at a time: git's own locks (the worktree
-        # list, refs) refuse a second writer instead of waiting for it.
+        # Commands on the shared repository run one at a time: concurrent `git worktree add`s
+        # trip over each other's half-made entries (measured: 9 of 48 failed, 16 at once).
         async with self._lock:
             if self.mode == "worktree":
                 place = await self._add_worktree(target, name)
@@ -283,18 +284,22 @@ class Isolation:
         assert self.temp is not None
         base = await self._snapshot()
         branch = f"{BRANCH_PREFIX}{self.run_id}/{name}"
-        place = Place(
+        index = self.temp / f".index-{name}"
+        await _git(["worktree", "add", "-q", "-b", branch, str(target), base], cwd=self.repository)
+        admin = await anyio.to_thread.run_sync(_worktree_admin, target)
+        if admin is None:
+            raise IsolationError("git worktree made an unexpected layout")
+        await anyio.to_thread.run_sync(_copy_index, admin / "index", index)
+        return Place(
             cwd=target / self.relative,
             root=target,
             branch=branch,
             base=base,
-            git_args=("-C", str(target)),
-            index=self.temp / f".index-{name}",
+            # The git dir as it was made, not as the worktree's `.git` file (which the child
+            # can rewrite) says later.
+            git_args=("--git-dir", str(admin), "--work-tree", str(target)),
+            index=index,
         )
-        await _git(["worktree", "add", "-q", "-b", branch, str(target), base], cwd=self.repository)
-        assert place.index is not None
-        await anyio.to_thread.run_sync(_copy_worktree_index, target, place.index)
-        return place
 
     async def _copy(self, target: Path, name: str) -> Place:
         assert self.temp is not None
@@ -409,22 +414,27 @@ def _copy_listed(source: Path, target: Path, names: list[str]) -> None:
             shutil.copy2(origin, destination)
 
 
-def _copy_worktree_index(target: Path, index: Path) -> None:
-    """Copies a fresh worktree's own index (stat data of its checkout) to the private `index`.
+def _worktree_admin(target: Path) -> Path | None:
+    """A fresh worktree's git dir (`.git/worktrees/<name>`), read from its `.git` file.
 
-    Read right after `git worktree add`, before the child runs, so the `.git` file pointing to
-    it is still git's. With the stat data `add -A` later rehashes only what the child touched;
-    without a copy (an unexpected layout) `changes` builds the index from the base instead.
+    Read right after `git worktree add`, before the child runs, so the file is still git's.
     """
-    marker = target / ".git"
     try:
-        text = marker.read_text("utf-8").strip()
+        text = (target / ".git").read_text("utf-8").strip()
     except OSError:
-        return
+        return None
     if not text.startswith("gitdir: "):
-        return
+        return None
     admin = Path(text.removeprefix("gitdir: "))
-    source = (admin if admin.is_absolute() else target / admin) / "index"
+    return admin if admin.is_absolute() else target / admin
+
+
+def _copy_index(source: Path, index: Path) -> None:
+    """Copies a fresh worktree's index (stat data of its checkout) to the private `index`.
+
+    With the stat data `add -A` later rehashes only what the child touched; without a copy
+    `changes` builds the index from the base instead.
+    """
     try:
         shutil.copyfile(source, index)
     except OSError:

@@ -91,6 +91,8 @@ class FanoutResult:
     """The provider's safe teardown note, when disposing needed force."""
     start_failure: str | None = None
     """Why it could not start (`not-found`, `not-executable`, `bad-cwd`, `os-error`)."""
+    changes_error: str | None = None
+    """Why its changes could not be read (fixed text; `files` is then empty)."""
 
     @property
     def lines_added(self) -> int:
@@ -240,7 +242,12 @@ async def _run_child(
             teardown = await run.dispose()
     wall = anyio.current_time() - started
     patch = await _patch_path(patches, number, agent, place)
-    files = await changes(place, patch)
+    changes_error: str | None = None
+    try:
+        files = await changes(place, patch)
+    except IsolationError as error:
+        # The child can break its own place (delete files git needs): that is its outcome.
+        files, changes_error = (), str(error)
     return FanoutResult(
         number=number,
         agent=agent,
@@ -253,6 +260,7 @@ async def _run_child(
         timed_out=timed_out,
         teardown=teardown,
         start_failure=start_failure,
+        changes_error=changes_error,
     )
 
 
