@@ -81,3 +81,9 @@ def test_child_activity_is_bounded_and_lists_the_latest_tools() -> None:
     assert len(lines) == 1 + MAX_CHILD_TOOL_LINES
     assert lines[1] == "- cmd 3 (completed)"
     assert lines[-1] == f"- cmd {MAX_CHILD_TOOL_LINES + 2} (in_progress)"
+
+
+def test_a_delegate_call_with_children_names_each(tmp_path: Path) -> None:
+    arguments = {"children": [{"task": "t", "description": "left"}, {"task": "t"}, "junk"]}
+    view = describe("subagent_delegate", json.dumps(arguments), tmp_path)
+    assert (view.kind, view.title) == ("think", "Subagents (3): left, subagent, subagent")

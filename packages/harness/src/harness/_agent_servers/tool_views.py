@@ -129,6 +129,19 @@ def describe(name: str, raw_arguments: str, workspace: Path) -> ToolView:
         pattern = _text(arguments, "pattern") or ""
         return ToolView(kind=kind, title=_one_line(f"Search {pattern}"), arguments=arguments)
     if name == "subagent_delegate":
+        children: object = arguments.get("children")
+        if isinstance(children, list) and children:
+            labels = [
+                (
+                    _text(cast(dict[str, Any], child), "description")
+                    if isinstance(child, dict)
+                    else None
+                )
+                or "subagent"
+                for child in cast(list[object], children)
+            ]
+            title = f"Subagents ({len(labels)}): {', '.join(labels)}"
+            return ToolView(kind=kind, title=_one_line(title), arguments=arguments)
         description = _text(arguments, "description") or "subagent"
         return ToolView(kind=kind, title=_one_line(f"Subagent: {description}"), arguments=arguments)
     return ToolView(kind=kind, title=name, paths=paths, arguments=arguments)
