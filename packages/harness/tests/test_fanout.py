@@ -19,7 +19,7 @@ import anyio
 import pytest
 from harness.fanout import FanoutResult, IsolationError, NotAGitRepositoryError, run_fanout
 from subagent_acp import ACPConfig, ACPProvider
-from subagent_core import SubagentEvent, SubagentRegistry, SubagentRequest
+from subagent_core import CancelSignal, SubagentEvent, SubagentRegistry, SubagentRequest
 
 
 def git(repo: Path, *args: str) -> str:
@@ -370,4 +370,62 @@ async def test_a_child_rewriting_its_dot_git_file_cannot_redirect_the_patch(
             )
     assert (outcome.result.stop_reason, outcome.changes_error) == ("completed", None)
     assert [f.path for f in outcome.files] == ["mine.txt"]
+    assert_nothing_left(repo, temp_root)
+
+
+async def test_a_cancel_while_places_are_made_starts_no_further_child(
+    repo: Path, temp_root: Path
+) -> None:
+    """Cancelled as the first child starts: it ends aborted; the second never starts."""
+    cancel = CancelSignal()
+    started: list[int] = []
+
+    class CancelOnFirstStart:
+        def started(self, number: int, agent: str) -> None:
+            started.append(number)
+            cancel.cancel()
+
+        def event(self, number: int, event: SubagentEvent) -> None:
+            pass
+
+        def finished(self, outcome: FanoutResult) -> None:
+            pass
+
+    registry = SubagentRegistry()
+    registry.register(writer("adder", {"added.txt": "new\n"}, hang_at="prompt"))
+    with anyio.fail_after(60):
+        async with registry:
+            outcomes = await run_fanout(
+                registry,
+                ["adder", "adder"],
+                SubagentRequest(prompt="w", cwd=repo, cancel=cancel),
+                patch_dir=repo.parent / "patches",
+                observer=CancelOnFirstStart(),
+            )
+    assert started == [1]
+    assert [(o.number, o.result.stop_reason) for o in outcomes] == [(1, "aborted"), (2, "aborted")]
+    assert outcomes[1].wall_seconds == 0.0
+    assert_nothing_left(repo, temp_root)
+
+
+async def test_a_child_that_cannot_start_is_its_own_row(repo: Path, temp_root: Path) -> None:
+    registry = SubagentRegistry()
+    registry.register(writer("adder", {"added.txt": "new\n"}))
+    registry.register(ACPProvider(ACPConfig(provider_name="ghost", command="no-such-agent-xyz")))
+    with anyio.fail_after(60):
+        async with registry:
+            ghost, adder = await run_fanout(
+                registry,
+                ["ghost", "adder"],
+                SubagentRequest(prompt="w", cwd=repo),
+                patch_dir=repo.parent / "patches",
+            )
+    assert (ghost.result.stop_reason, ghost.start_failure, ghost.files) == (
+        "error",
+        "not-found",
+        (),
+    )
+    assert ghost.result.diagnostic is not None
+    assert "no-such-agent-xyz" not in ghost.result.diagnostic
+    assert (adder.result.stop_reason, [f.path for f in adder.files]) == ("completed", ["added.txt"])
     assert_nothing_left(repo, temp_root)

@@ -222,6 +222,16 @@ async def _run_child(
             wall_seconds=0.0,
         )
     place = await places.prepare(number, agent)
+    if request.cancel.cancelled:
+        # Cancelled while its place was being made: nothing to start.
+        return FanoutResult(
+            number=number,
+            agent=agent,
+            result=SubagentResult(stop_reason="aborted"),
+            wall_seconds=0.0,
+            isolation_path=place.root,
+            branch=place.branch,
+        )
     cancel = request.cancel.child()
     label = f"{request.label or 'fanout'} #{number}"
     child_request = dataclasses.replace(request, cwd=place.cwd, cancel=cancel, label=label)
@@ -234,8 +244,12 @@ async def _run_child(
     try:
         run = await registry.start(agent, child_request)
     except SubagentStartError as error:
-        result = SubagentResult(stop_reason="error", diagnostic=str(error))
-        start_failure = spawn_reason(error)
+        if cancel.cancelled:
+            # The fan-out was cancelled as this child was being started: a cancel, not a fault.
+            result = SubagentResult(stop_reason="aborted")
+        else:
+            result = SubagentResult(stop_reason="error", diagnostic=str(error))
+            start_failure = spawn_reason(error)
     else:
         async with run:
             result, timed_out = await _watch(run, number, cancel, timeout_seconds, observer)
