@@ -128,7 +128,7 @@ def default_patch_dir(run_id: str) -> Path:
     if configured:
         base = Path(configured)
     else:
-        from ._session_store import default_state_dir
+        from ._agent_servers.session_store import default_state_dir
 
         base = default_state_dir()
     return base / "fanout" / run_id
