@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from harness._fanout_view import LiveRows, child_record, summary_table
 from harness.fanout import FanoutResult, FileChange
 from rich.console import Console
@@ -94,3 +95,15 @@ def test_live_rows_follow_each_child() -> None:
     assert "5 / 6" in line
     waiting = next(row for row in rendered.splitlines() if "gemini" in row)
     assert "waiting" in waiting
+
+
+def test_patches_go_under_the_state_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.fanout import default_patch_dir
+
+    monkeypatch.setenv("HARNESS_STATE_DIR", str(tmp_path / "state"))
+    assert default_patch_dir("r1") == tmp_path / "state" / "fanout" / "r1"
+    monkeypatch.delenv("HARNESS_STATE_DIR")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert default_patch_dir("r1") == tmp_path / "xdg" / "harness" / "fanout" / "r1"
