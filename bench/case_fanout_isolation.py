@@ -127,8 +127,9 @@ async def fanout_isolation(ctx: Context) -> list[Section]:
             "N `start()`s at once in one shared directory, each result awaited and the run "
             'disposed. worktree: `run_fanout(isolation="worktree")` on a repository of '
             f"{FILES} committed files (a worktree and a `fanout/` branch per child, created one "
-            "at a time, since concurrent `git worktree add`s trip over each other's half-made "
-            "entries; the child's patch read with "
+            "at a time without a checkout, since concurrent `git worktree add`s trip over each "
+            "other's half-made entries, then each checked out on its own; the child's patch read "
+            "with "
             "a private index; every worktree, branch and directory removed before it returns).",
             "Added wall per child: (worktree batch − plain batch) / N, pair by pair in the same "
             "interleaved rounds.",

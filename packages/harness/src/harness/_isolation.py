@@ -3,7 +3,8 @@
     open_isolation(mode, workspace)          one fan-out's places, removed on leaving
       ├─ worktree: snapshot the user's tree  (a commit of HEAD + staged + unstaged + untracked,
       │            made with a private index, so the user's index and files are untouched)
-      │   prepare(n) → `git worktree add -b fanout/<run>/<n>-<agent> <tmp>/<n>-<agent> <base>`
+      │   prepare(n) → `git worktree add --no-checkout -b fanout/<run>/<n>-<agent> <tmp>/…
+      │                <base>` (one at a time), then `reset --hard <base>` there (concurrently)
       ├─ copy:     prepare(n) → copy the tree into <tmp>/<n>-<agent> (in a repository only the
       │            files git does not ignore), then record it in a private git dir beside it
       └─ none:     prepare(n) → the workspace itself (no patch: the children share it)
@@ -227,12 +228,15 @@ class Isolation:
         target = self.temp / name
         # Commands on the shared repository run one at a time: concurrent `git worktree add`s
         # trip over each other's half-made entries (measured: 9 of 48 failed, 16 at once).
+        # The checkout itself, each worktree's own index and files, runs outside the lock.
         async with self._lock:
             if self.mode == "worktree":
                 place = await self._add_worktree(target, name)
             else:
                 place = await self._copy(target, name)
             self.places.append(place)
+        if self.mode == "worktree":
+            await _check_out(place)
         # The workspace may be a directory git does not record (empty, or not yet added).
         await anyio.Path(place.cwd).mkdir(parents=True, exist_ok=True)
         return place
@@ -285,11 +289,13 @@ class Isolation:
         base = await self._snapshot()
         branch = f"{BRANCH_PREFIX}{self.run_id}/{name}"
         index = self.temp / f".index-{name}"
-        await _git(["worktree", "add", "-q", "-b", branch, str(target), base], cwd=self.repository)
+        await _git(
+            ["worktree", "add", "-q", "--no-checkout", "-b", branch, str(target), base],
+            cwd=self.repository,
+        )
         admin = await anyio.to_thread.run_sync(_worktree_admin, target)
         if admin is None:
             raise IsolationError("git worktree made an unexpected layout")
-        await anyio.to_thread.run_sync(_copy_index, admin / "index", index)
         return Place(
             cwd=target / self.relative,
             root=target,
@@ -350,6 +356,15 @@ class Isolation:
             except IsolationError:
                 pass  # best effort: the worktrees' files are gone already
         await anyio.to_thread.run_sync(_remove_tree, temp)
+
+
+async def _check_out(place: Place) -> None:
+    """Fills a worktree added without a checkout, then keeps a copy of its fresh index."""
+    assert place.base is not None
+    assert place.index is not None
+    await _git([*place.git_args, "reset", "-q", "--hard", place.base], cwd=place.root)
+    git_dir = Path(place.git_args[1])
+    await anyio.to_thread.run_sync(_copy_index, git_dir / "index", place.index)
 
 
 async def changes(place: Place, patch: Path | None) -> tuple[FileChange, ...]:
