@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import anyio
-from acp.schema import InitializeResponse, NewSessionResponse
+from acp.schema import InitializeResponse, NewSessionResponse, UsageUpdate
 from subagent_core import (
     MessageChunk,
     StopReason,
@@ -32,7 +32,6 @@ from subagent_core import (
     SubagentResult,
     SubagentRun,
     SubagentStartError,
-    Usage,
 )
 from subagent_core.kit import (
     BoundedText,
@@ -63,7 +62,7 @@ from ._race import Raced, lost_race_failure, unexpected
 from ._spawn import capabilities_for, open_child, open_session
 from ._terminals import Terminals
 from ._transport import SessionUpdate
-from ._updates import event_for, usage_event
+from ._updates import UsageTally, event_for
 
 _log = logging.getLogger("subagent_acp")
 
@@ -95,7 +94,7 @@ class ACPRun(SubagentRun):
         self._session_id: str | None = None
         self._stage: Stage = "initialize"
         self._output = BoundedText(config.max_output_bytes)
-        self._usage: Usage | None = None
+        self._usage = UsageTally()
         self._buffer = EventBuffer()
         self._events = self._buffer
         self._permissions = Permissions(config.permission, self._buffer.publish)
@@ -205,7 +204,11 @@ class ACPRun(SubagentRun):
     def on_update(self, update: SessionUpdate) -> None:
         if self._result is not None:
             return
-        event = event_for(update)
+        event = (
+            self._usage.note_update(update)
+            if isinstance(update, UsageUpdate)
+            else event_for(update)
+        )
         if event is not None:
             self._buffer.publish(event)
         if isinstance(event, MessageChunk):
@@ -221,7 +224,7 @@ class ACPRun(SubagentRun):
                 stop_reason=stop_reason,
                 output=self._output.text,
                 diagnostic=diagnostic,
-                usage=self._usage,
+                usage=self._usage.usage(),
             )
             self._buffer.close()
             self._settled.set()
@@ -459,11 +462,8 @@ class ACPRun(SubagentRun):
             return
         if raced.kind == "value" and raced.value is not None:
             acp_stop_reason, usage = raced.value
-            event = usage_event(usage)
+            event = self._usage.note_answer(usage)
             if event is not None:
-                self._usage = Usage(
-                    input_tokens=event.input_tokens, output_tokens=event.output_tokens
-                )
                 self._buffer.publish(event)
             stop_reason, failure = map_stop_reason(acp_stop_reason)
             if stop_reason == "aborted" and self.request.cancel.cancelled:
