@@ -29,6 +29,7 @@ import anyio.lowlevel
 from subagent_core.kit import (
     DEFAULT_MAX_FRAME_BYTES,
     FrameTooLargeError,
+    IdleDeadline,
     LineReader,
     ManagedProcess,
     OwnedTask,
@@ -182,6 +183,9 @@ class SDKClient:
         self._subscriptions: list[Subscription] = []
         self._close_lock = anyio.Lock()
         self._close_result: bool | None = None
+        self.idle: IdleDeadline | None = None
+        """Touched on every line the runtime writes (a provider sets it when it publishes a
+        run; one clock reading per line)."""
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -346,6 +350,9 @@ class SDKClient:
         try:
             while self._closed_message is None:
                 line = await reader.receive_line()
+                idle = self.idle
+                if idle is not None:
+                    idle.touch()
                 frame = parse_frame(line)
                 if frame is not None:
                     self._dispatch(frame, len(line))
