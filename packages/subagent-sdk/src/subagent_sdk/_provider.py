@@ -171,8 +171,9 @@ class SDKProvider(AsyncClosing):
     async def aclose(self) -> None:
         """Tears down every warm runtime and stops refilling (shielded, bounded; idempotent).
 
-        Runs already started are not affected, and later `start()` calls start cold. Call it
-        when the provider is unregistered: the registry does not own providers.
+        Runs already started are not affected; later `start()` calls start cold. The registry
+        calls it when the provider is unregistered (`unregister()` starts it without waiting,
+        `unregister_and_close` waits), or call it yourself.
         """
         if self._pool is not None:
             await self._pool.aclose()
