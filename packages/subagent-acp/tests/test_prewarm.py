@@ -187,6 +187,20 @@ async def test_unregister_alone_ends_every_warm_child(make_config, caller: str) 
         await poll_until(lambda: not fake_children() and provider.warm_count == 0)
 
 
+def test_a_loop_ending_with_warm_children_ends_them_and_spawns_no_more(make_config) -> None:
+    """Nobody closed the provider: the loop's end cancels the warm children's tasks, whose
+    teardown ends them, and the pool must not refill while that happens."""
+    provider = ACPProvider(make_config({}, prewarm=2))
+
+    async def warm() -> None:
+        with anyio.fail_after(60):
+            await provider.warm_up()
+            assert len(fake_children()) == 2
+
+    anyio.run(warm, backend="asyncio")
+    assert fake_children() == []
+
+
 async def test_a_run_in_flight_survives_the_provider_closing(make_config, tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     provider = ACPProvider(make_config({"gate_file": str(gate), "text": "done"}, prewarm=1))
