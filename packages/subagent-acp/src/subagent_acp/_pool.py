@@ -128,6 +128,10 @@ class WarmChild:
         except SpawnError as error:
             _log.warning("a warm ACP child could not be spawned (%s)", error.reason)
             self._pool.failed = True
+        except anyio.get_cancelled_exc_class():
+            # Only the task's owner going away (the event loop ending) cancels it: no refill.
+            self._pool.halt()
+            raise
         finally:
             if self._run is not None and not driven:
                 self._run.abandon()  # claimed, then lost before driving: the start fails
@@ -228,6 +232,10 @@ class WarmPool:
             self._children.remove(child)
         self.refill()
         self.changed()
+
+    def halt(self) -> None:
+        """Stops refilling for good (the loop the pool lives on is ending)."""
+        self._closed = True
 
     def refill(self) -> None:
         """Starts children until the pool holds `size` (not while closed or after a failure)."""
