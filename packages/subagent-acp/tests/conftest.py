@@ -67,7 +67,7 @@ def registry_for() -> Callable[[ACPConfig], SubagentRegistry]:
 _FAILURE = (
     r"Subagent failure \(provider: [A-Za-z0-9._-]+; "
     r"stage: (?:initialize|new-session|prompt|process|teardown); "
-    r"category: (?:authentication|configuration|transport|protocol|process-exit|process-start|remote-limit|unknown)"
+    r"category: (?:authentication|configuration|transport|protocol|process-exit|process-start|remote-limit|timeout|unknown)"
     r"(?:; stop reason: max_turn_requests)?(?:; exit code: -?\d+)?(?:; signal: SIG[A-Z0-9]+)?\)"
 )
 _PERMISSION = (

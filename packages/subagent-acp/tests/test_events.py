@@ -74,8 +74,10 @@ EXPECTED: list[SubagentEvent] = [
     ThoughtChunk(text="thinking"),
     ToolCallEvent(call_id="call-1", kind="read", status="pending", title="Read notes.txt"),
     ToolCallEvent(call_id="call-1", status="in_progress"),
-    # The schema drops an out-of-set kind on an update: nothing stated, so `None`.
-    ToolCallEvent(call_id="call-1", status="completed", title="Read notes.txt (done)"),
+    # A kind outside the ACP set is `other` (the child named one); only an absent kind is `None`.
+    ToolCallEvent(
+        call_id="call-1", kind="other", status="completed", title="Read notes.txt (done)"
+    ),
     PlanEvent(
         entries=(
             PlanEntry(content="look", priority="high", status="completed"),

@@ -20,6 +20,7 @@ from subagent_core import (
     SubagentResult,
     SubagentStartError,
 )
+from subagent_core.testing import poll_until
 
 ECHO = re.compile(r"pid=(\d+) sessions=(\d+) cwd=(.*)")
 
@@ -165,6 +166,39 @@ async def test_closing_the_provider_ends_every_warm_child(make_config) -> None:
     assert fake_children() == []
     # A closed provider still serves, cold.
     assert await one_run(provider) == ""
+
+
+@pytest.mark.parametrize("caller", ["loop-thread", "other-thread"])
+async def test_unregister_alone_ends_every_warm_child(make_config, caller: str) -> None:
+    """The plain (sync) unregister function closes the pool promptly; nothing is awaited."""
+    provider = ACPProvider(make_config({}, prewarm=3))
+    registry = SubagentRegistry()
+    unregister = registry.register(provider)
+    with anyio.fail_after(60):
+        await provider.warm_up()
+        assert len(fake_children()) == 3
+    with anyio.fail_after(10):
+        if caller == "loop-thread":
+            unregister()
+        else:
+            await anyio.to_thread.run_sync(unregister)
+        assert registry.names() == []
+        # Observed from outside: the trees are gone and the pool has let go of every child.
+        await poll_until(lambda: not fake_children() and provider.warm_count == 0)
+
+
+def test_a_loop_ending_with_warm_children_ends_them_and_spawns_no_more(make_config) -> None:
+    """Nobody closed the provider: the loop's end cancels the warm children's tasks, whose
+    teardown ends them, and the pool must not refill while that happens."""
+    provider = ACPProvider(make_config({}, prewarm=2))
+
+    async def warm() -> None:
+        with anyio.fail_after(60):
+            await provider.warm_up()
+            assert len(fake_children()) == 2
+
+    anyio.run(warm, backend="asyncio")
+    assert fake_children() == []
 
 
 async def test_a_run_in_flight_survives_the_provider_closing(make_config, tmp_path: Path) -> None:

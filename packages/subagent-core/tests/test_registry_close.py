@@ -103,3 +103,77 @@ async def test_a_cancelled_closer_still_closes_the_provider() -> None:
             scope.cancel()
             await registry.aclose()
     assert closed == ["warm"]
+
+
+# -- the plain unregister() function, called from sync code --------------------------------------
+
+
+class _Signalled(_Plain):
+    """Records where its close ran; `closing` is set when it has run."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.closing = anyio.Event()
+        self.closes = 0
+
+    async def aclose(self) -> None:
+        await anyio.lowlevel.checkpoint()
+        self.closes += 1
+        self.closing.set()
+
+
+async def test_unregister_inside_a_running_loop_starts_the_close_at_once() -> None:
+    registry = SubagentRegistry()
+    provider = _Signalled("warm")
+    unregister = registry.register(provider)
+    with anyio.fail_after(5):
+        await registry.start("warm", SubagentRequest(prompt="p"))
+        unregister()  # sync: returns at once, the close runs in a task of its own
+        assert registry.names() == []
+        await provider.closing.wait()
+        unregister()  # a second call closes nothing twice
+        await anyio.lowlevel.checkpoint()
+    assert provider.closes == 1
+
+
+async def test_unregister_from_another_thread_closes_on_the_providers_loop() -> None:
+    registry = SubagentRegistry()
+    provider = _Signalled("warm")
+    unregister = registry.register(provider)
+    with anyio.fail_after(5):
+        await registry.start("warm", SubagentRequest(prompt="p"))
+        await anyio.to_thread.run_sync(unregister)
+        await provider.closing.wait()
+    assert provider.closes == 1
+
+
+def test_unregister_outside_any_loop_only_unregisters(caplog: pytest.LogCaptureFixture) -> None:
+    registry = SubagentRegistry()
+    provider = _Signalled("warm")
+    plain = _Plain("plain")
+    unregister = registry.register(provider)
+    unregister_plain = registry.register(plain)
+    with caplog.at_level(logging.INFO, logger="subagent_core"):
+        unregister()
+        unregister_plain()
+    assert registry.names() == []
+    assert provider.closes == 0
+    assert [r.getMessage() for r in caplog.records] == [
+        "unregistered provider 'warm': no running event loop can close it; "
+        "use `await registry.unregister_and_close(name)` inside the loop"
+    ]
+
+
+async def test_a_stale_unregister_does_not_close_the_newer_provider() -> None:
+    registry = SubagentRegistry()
+    old = _Signalled("warm")
+    unregister_old = registry.register(old)
+    with anyio.fail_after(5):
+        assert await registry.unregister_and_close("warm") is True
+        newer = _Signalled("warm")
+        registry.register(newer)
+        unregister_old()
+        await anyio.lowlevel.checkpoint()
+        assert registry.names() == ["warm"]
+        await registry.aclose()
+    assert (old.closes, newer.closes) == (1, 1)

@@ -61,6 +61,6 @@ def test_missing_turn_end_and_error_classes() -> None:
     assert error_category(SDKProtocolError("x")) == "protocol"
     assert error_category(JSONRPCError(-32603, "x")) == "protocol"
     assert error_category(TransportClosedError("x")) == "transport"
-    assert error_category(RequestTimeoutError("x")) == "unknown"
+    assert error_category(RequestTimeoutError("x")) == "timeout"
     assert error_category(SDKError("x")) == "unknown"
     assert error_category(ValueError("protocol transport")) == "unknown"

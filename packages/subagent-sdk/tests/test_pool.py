@@ -12,7 +12,8 @@ from pathlib import Path
 import anyio
 import psutil
 import pytest
-from subagent_core import SubagentRequest, SubagentResult, SubagentStartError
+from subagent_core import SubagentRegistry, SubagentRequest, SubagentResult, SubagentStartError
+from subagent_core.testing import poll_until
 from subagent_sdk import SDKProvider
 from subagent_sdk.testing import FakeScript
 
@@ -183,3 +184,24 @@ async def test_closing_the_provider_tears_every_warm_runtime_down(
         assert (await _run(sdk, tmp_path)).stop_reason == "completed"
         await sdk.aclose()
     assert runtime_pids() == set()
+
+
+@pytest.mark.parametrize("caller", ["loop-thread", "other-thread"])
+async def test_unregister_alone_tears_every_warm_runtime_down(
+    provider: Provider, caller: str
+) -> None:
+    """The plain (sync) unregister function closes the pool promptly; nothing is awaited."""
+    sdk = provider(FakeScript(), prewarm=3)
+    registry = SubagentRegistry()
+    unregister = registry.register(sdk)
+    with anyio.fail_after(60):
+        await sdk.warm_up()
+        assert len(runtime_pids()) == 3
+    with anyio.fail_after(10):
+        if caller == "loop-thread":
+            unregister()
+        else:
+            await anyio.to_thread.run_sync(unregister)
+        assert registry.names() == []
+        # Observed from outside: the trees are gone and the pool has let go of every child.
+        await poll_until(lambda: not runtime_pids() and sdk.warm_count == 0)

@@ -42,6 +42,9 @@ ErrorKind = Literal["auth-required", "rpc-error", "connection-lost", "other"]
 
 MCPServer = McpServerStdio | HttpMcpServer | SseMcpServer
 
+PromptAnswer = tuple[str, Usage | None]
+"""The (schema-valid) ACP stop reason of `session/prompt` and the turn's usage, if reported."""
+
 
 def _ignore(update: SessionUpdate) -> None:
     """Updates before a run is bound (a warm child's handshake) have no reader."""
@@ -102,7 +105,7 @@ class Session:
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> None:
         await self._conn.set_config_option(config_id=config_id, session_id=session_id, value=value)
 
-    async def prompt(self, session_id: str, text: str) -> tuple[str, Usage | None]:
+    async def prompt(self, session_id: str, text: str) -> PromptAnswer:
         """Returns the (schema-valid) ACP stop reason and the turn's usage, if reported."""
         response = await self._conn.prompt(
             session_id=session_id, prompt=[TextContentBlock(type="text", text=text)]

@@ -19,7 +19,14 @@ from types import MappingProxyType
 from typing import Literal, cast
 
 from subagent_core import PermissionSetting, SSHRemote
-from subagent_core.kit import DEFAULT_MAX_OUTPUT_BYTES, ChildCommand, check_permission
+from subagent_core.kit import (
+    DEFAULT_IDLE_TIMEOUT_SECONDS,
+    DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_STARTUP_TIMEOUT_SECONDS,
+    ChildCommand,
+    check_permission,
+    check_timeout,
+)
 
 FileSystemMode = Literal["none", "read", "read-write"]
 """How much of the workspace the child may use through the parent's client file system."""
@@ -126,6 +133,14 @@ class ACPConfig:
     """Most output text (UTF-8 bytes) a run keeps; the rest is cut behind a fixed marker."""
     write_timeout_seconds: float = DEFAULT_WRITE_TIMEOUT_SECONDS
     """Bound on one write to the child; a write blocked longer ends the run as `transport`."""
+    startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS
+    """Spawn to publication (a warm child: its `initialize`, then claim to publication); on
+    expiry the tree is rolled back and the start fails with `category: timeout` at the handshake
+    stage it reached. `None` disables it."""
+    idle_timeout_seconds: float | None = DEFAULT_IDLE_TIMEOUT_SECONDS
+    """After publication, the longest time without a single line from the child; on expiry the
+    run sends `session/cancel` and ends `error` + `stage: prompt; category: timeout`, output so
+    far kept. `None` disables it."""
     prewarm: int = 0
     """Children kept spawned and past `initialize` (0 to `MAX_PREWARM`), each used for exactly
     one run and replaced in the background; `ACPProvider.aclose()` ends them."""
@@ -165,6 +180,8 @@ class ACPConfig:
             "write_timeout_seconds",
         ):
             set_(self, key, _positive_seconds(key, getattr(self, key)))
+        for key in ("startup_timeout_seconds", "idle_timeout_seconds"):
+            set_(self, key, check_timeout(getattr(self, key), owner="ACPConfig", name=key))
         set_(self, "max_frame_bytes", _positive_int("max_frame_bytes", self.max_frame_bytes))
         set_(self, "max_output_bytes", _positive_int("max_output_bytes", self.max_output_bytes))
 

@@ -21,6 +21,7 @@ Category = Literal[
     "process-exit",
     "process-start",
     "remote-limit",
+    "timeout",
     "unknown",
 ]
 

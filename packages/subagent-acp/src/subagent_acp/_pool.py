@@ -23,6 +23,7 @@ of retrying in a loop.
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Final
 
@@ -34,12 +35,10 @@ from subagent_core.kit import OwnedTask, SpawnError
 from ._bridge import Session
 from ._config import ACPConfig
 from ._exit_watch import watching_exit
-from ._run import ACPRun, capabilities_for, open_child, open_session
+from ._run import ACPRun
+from ._spawn import capabilities_for, open_child, open_session
 
 _log = logging.getLogger("subagent_acp")
-
-WARM_INITIALIZE_SECONDS: Final = 60.0
-"""A warm child that has not answered `initialize` by then is retired (its slot is refilled)."""
 
 _CLOSE_SECONDS: Final = 1.0
 
@@ -129,6 +128,10 @@ class WarmChild:
         except SpawnError as error:
             _log.warning("a warm ACP child could not be spawned (%s)", error.reason)
             self._pool.failed = True
+        except anyio.get_cancelled_exc_class():
+            # Only the task's owner going away (the event loop ending) cancels it: no refill.
+            self._pool.halt()
+            raise
         finally:
             if self._run is not None and not driven:
                 self._run.abandon()  # claimed, then lost before driving: the start fails
@@ -139,7 +142,12 @@ class WarmChild:
         or was retired first."""
         result: InitializeResponse | None = None
         failed = False
-        with anyio.move_on_after(WARM_INITIALIZE_SECONDS), anyio.CancelScope() as scope:
+        # A warm child slower than the startup deadline would fail a cold start too: not used.
+        bound = self._pool.config.startup_timeout_seconds
+        with (
+            anyio.move_on_after(math.inf if bound is None else bound),
+            anyio.CancelScope() as scope,
+        ):
             self._initializing = scope
             if self._retired or self._exited:
                 scope.cancel()
@@ -224,6 +232,10 @@ class WarmPool:
             self._children.remove(child)
         self.refill()
         self.changed()
+
+    def halt(self) -> None:
+        """Stops refilling for good (the loop the pool lives on is ending)."""
+        self._closed = True
 
     def refill(self) -> None:
         """Starts children until the pool holds `size` (not while closed or after a failure)."""

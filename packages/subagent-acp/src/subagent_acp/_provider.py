@@ -139,8 +139,9 @@ class ACPProvider(AsyncClosing):
     async def aclose(self) -> None:
         """Ends every warm child and stops refilling (shielded; idempotent).
 
-        Runs already started are not affected; later `start()` calls start cold. Call it when
-        the provider is unregistered: the registry does not own providers.
+        Runs already started are not affected; later `start()` calls start cold. The registry
+        calls it when the provider is unregistered (`unregister()` starts it without waiting,
+        `unregister_and_close` waits), or call it yourself.
         """
         self._closed = True
         if self._pool is not None:

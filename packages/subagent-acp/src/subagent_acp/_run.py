@@ -7,8 +7,9 @@ only through events: readiness, settlement, a stop request and the task's end. A
 its own owner (`ACPRun.open`); a pre-spawned child's owner hands its process to the run
 (`ACPRun.drive_owned`) once `initialize` is done.
 
-Every request is raced against the process exiting, the request's cancel signal and the stop
-request; the SDK's own waits are never trusted to end. The race spawns no task: the request runs
+Every request is raced against the process exiting, the request's cancel signal, the stop
+request and the run's deadlines (startup until publication, then the idle bound, which the
+transport touches on every line the child writes); the SDK's own waits are never trusted to end. The race spawns no task: the request runs
 in the owner inside a cancel scope that the cancel signal and the stop request cancel, and that
 the child's exit bounds (through the one exit watcher the child has, `ExitWatch`).
 """
@@ -16,15 +17,14 @@ the child's exit bounds (through the one exit watcher the child has, `ExitWatch`
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Generic, Literal, TypeVar
+from typing import TypeVar
 
 import anyio
-from acp.schema import ClientCapabilities, InitializeResponse, NewSessionResponse
+from acp.schema import InitializeResponse, NewSessionResponse, UsageUpdate
 from subagent_core import (
     MessageChunk,
     StopReason,
@@ -32,26 +32,19 @@ from subagent_core import (
     SubagentResult,
     SubagentRun,
     SubagentStartError,
-    Usage,
 )
 from subagent_core.kit import (
     BoundedText,
     EventBuffer,
+    IdleDeadline,
     ManagedProcess,
     OwnedTask,
     SpawnError,
     compose_start_error,
     new_run_id,
-    open_managed_process,
 )
 
-from ._bridge import (
-    MCPServer,
-    Session,
-    classify_error,
-    client_capabilities,
-    discard_rest,
-)
+from ._bridge import MCPServer, PromptAnswer, Session, classify_error, discard_rest
 from ._config import ACPConfig
 from ._exit_watch import ExitWatch, watching_exit
 from ._facts import (
@@ -65,9 +58,11 @@ from ._fs import WorkspaceFiles
 from ._mcp import mcp_servers_for
 from ._options import Step, session_options
 from ._permission import Permissions
+from ._race import Raced, lost_race_failure, unexpected
+from ._spawn import capabilities_for, open_child, open_session
 from ._terminals import Terminals
 from ._transport import SessionUpdate
-from ._updates import event_for, usage_event
+from ._updates import UsageTally, event_for
 
 _log = logging.getLogger("subagent_acp")
 
@@ -79,28 +74,7 @@ _CANCEL_NOTIFY_SECONDS = 1.0
 
 _CLOSE_SECONDS = 1.0
 
-# The per-stage category for a schema-invalid answer or any other unexpected exception.
-_UNEXPECTED: dict[Stage, Literal["transport", "protocol", "unknown"]] = {
-    "initialize": "transport",
-    "new-session": "protocol",
-    "prompt": "unknown",
-}
-
 T = TypeVar("T")
-
-
-def _unexpected(stage: Stage) -> Failure:
-    """The failure for a schema-invalid answer or any other unexpected exception at `stage`."""
-    return Failure(stage, _UNEXPECTED.get(stage, "unknown"))
-
-
-@dataclass(slots=True)
-class _Raced(Generic[T]):
-    """Which contender of a race finished first."""
-
-    kind: Literal["value", "error", "exit", "cancel"]
-    value: T | None = None
-    error: Exception | None = None
 
 
 class ACPRun(SubagentRun):
@@ -120,7 +94,7 @@ class ACPRun(SubagentRun):
         self._session_id: str | None = None
         self._stage: Stage = "initialize"
         self._output = BoundedText(config.max_output_bytes)
-        self._usage: Usage | None = None
+        self._usage = UsageTally()
         self._buffer = EventBuffer()
         self._events = self._buffer
         self._permissions = Permissions(config.permission, self._buffer.publish)
@@ -134,6 +108,9 @@ class ACPRun(SubagentRun):
         self._settled = anyio.Event()
         self._stop = anyio.Event()
         self._race_scope: anyio.CancelScope | None = None
+        self._startup_deadline = math.inf
+        """When the start expires (`anyio.current_time()` scale); armed at spawn or claim."""
+        self._idle_expired = False
         self._watch: ExitWatch | None = None
         self.on_under_way: Callable[[], None] | None = None
         """Called once, at the run's first update or its settlement (a warm pool refills then)."""
@@ -227,7 +204,11 @@ class ACPRun(SubagentRun):
     def on_update(self, update: SessionUpdate) -> None:
         if self._result is not None:
             return
-        event = event_for(update)
+        event = (
+            self._usage.note_update(update)
+            if isinstance(update, UsageUpdate)
+            else event_for(update)
+        )
         if event is not None:
             self._buffer.publish(event)
         if isinstance(event, MessageChunk):
@@ -243,7 +224,7 @@ class ACPRun(SubagentRun):
                 stop_reason=stop_reason,
                 output=self._output.text,
                 diagnostic=diagnostic,
-                usage=self._usage,
+                usage=self._usage.usage(),
             )
             self._buffer.close()
             self._settled.set()
@@ -285,7 +266,7 @@ class ACPRun(SubagentRun):
     def abandon(self) -> None:
         """Fails a start whose pre-spawned child was lost before it could be driven."""
         self.warm_child_died = True
-        self._fail_start(_unexpected(self._stage), None, None)
+        self._fail_start(unexpected(self._stage), None, None)
         self._settle("aborted", None)
 
     # -- owner side ------------------------------------------------------------------------
@@ -293,6 +274,7 @@ class ACPRun(SubagentRun):
     async def _own(self) -> None:
         """The cold path: spawn the child, then drive it."""
         config = self._config
+        self._arm_startup()
         try:
             async with open_child(config, self._cwd) as proc, watching_exit(proc) as watch:
                 await self.drive_owned(proc, open_session(proc, config), None, watch)
@@ -307,7 +289,7 @@ class ACPRun(SubagentRun):
             self._fail_start(failure, None, error)
         finally:
             if not self._ready.is_set():
-                self._fail_start(_unexpected(self._stage), None, None)
+                self._fail_start(unexpected(self._stage), None, None)
             self._settle("aborted", None)
 
     async def drive_owned(
@@ -323,20 +305,27 @@ class ACPRun(SubagentRun):
         self._session = session
         self._watch = watch
         watch.listener = self._on_exit
+        self._arm_startup()
         try:
             await self._drive(proc, session, initialized)
         except Exception as error:
             # A bug of ours must neither hang nor crash the parent: settle with safe facts.
             _log.exception("ACP run %s: unexpected failure", self.id)
-            failure = _unexpected(self._stage)
+            failure = unexpected(self._stage)
             if not self._ready.is_set():
                 self._fail_start(failure, None, error)
             else:
                 self._settle_facts("error", failure)
         finally:
             if not self._ready.is_set():
-                self._fail_start(_unexpected(self._stage), None, None)
+                self._fail_start(unexpected(self._stage), None, None)
             self._settle("aborted", None)
+
+    def _arm_startup(self) -> None:
+        """Starts the startup bound (once: at the cold spawn, or when a warm child is claimed)."""
+        seconds = self._config.startup_timeout_seconds
+        if seconds is not None and self._startup_deadline == math.inf:
+            self._startup_deadline = anyio.current_time() + seconds
 
     async def _drive(
         self, proc: ManagedProcess, session: Session, initialized: InitializeResponse | None
@@ -394,8 +383,10 @@ class ACPRun(SubagentRun):
         session.transport.on_update = self.on_update
         failure, cause, cancelled = await self._handshake(session, initialized)
         if failure is None and not cancelled:
+            idle = IdleDeadline(config.idle_timeout_seconds)
+            session.transport.idle = idle
             self._ready.set()
-            await self._prompt(session)
+            await self._prompt(session, idle)
             await self._stop.wait()
         return failure, cause, cancelled
 
@@ -450,22 +441,29 @@ class ACPRun(SubagentRun):
                 return self._failure("new-session", raced), raced.error, False
         return None, None, False
 
-    async def _prompt(self, session: Session) -> None:
+    async def _prompt(self, session: Session, idle: IdleDeadline) -> None:
         self._stage = "prompt"
         session_id = self._session_id
         assert session_id is not None
-        raced = await self._race(lambda: session.prompt(session_id, self.request.prompt))
+        raced: Raced[PromptAnswer] = Raced("cancel")
+        async with anyio.create_task_group() as tg:
+            if idle.seconds is not None:
+                tg.start_soon(self._watch_idle, idle)
+            raced = await self._race(lambda: session.prompt(session_id, self.request.prompt))
+            tg.cancel_scope.cancel()
         if raced.kind == "cancel":
             self._settle("aborted", None)
             await self._notify_cancel(session, session_id)
             return
+        if raced.kind == "timeout":
+            _log.info("ACP run %s: the child was silent past idle_timeout_seconds", self.id)
+            await self._notify_cancel(session, session_id)
+            self._settle_facts("error", Failure("prompt", "timeout"))
+            return
         if raced.kind == "value" and raced.value is not None:
             acp_stop_reason, usage = raced.value
-            event = usage_event(usage)
+            event = self._usage.note_answer(usage)
             if event is not None:
-                self._usage = Usage(
-                    input_tokens=event.input_tokens, output_tokens=event.output_tokens
-                )
                 self._buffer.publish(event)
             stop_reason, failure = map_stop_reason(acp_stop_reason)
             if stop_reason == "aborted" and self.request.cancel.cancelled:
@@ -474,6 +472,13 @@ class ACPRun(SubagentRun):
                 self._settle_facts(stop_reason, failure)
             return
         self._settle_facts("error", self._failure("prompt", raced))
+
+    async def _watch_idle(self, idle: IdleDeadline) -> None:
+        """Ends the prompt's race once the child has been silent for the whole idle bound."""
+        await idle.expired()
+        self._idle_expired = True
+        if self._race_scope is not None:
+            self._race_scope.cancel()
 
     async def _notify_cancel(self, session: Session, session_id: str) -> None:
         """Best-effort `session/cancel`: the SDK sends nothing when a request is abandoned."""
@@ -502,31 +507,13 @@ class ACPRun(SubagentRun):
             _log.warning("ACP run %s: the process tree is not confirmed gone", self.id)
         return gone
 
-    def _failure(self, stage: Stage, raced: _Raced[T]) -> Failure:
+    def _failure(self, stage: Stage, raced: Raced[T]) -> Failure:
         """Classifies a lost race by the classification rules in the package README."""
         proc = self._proc
         assert proc is not None
-        exit_stage: Stage = "process" if stage == "prompt" else stage
-        if raced.kind == "exit":
-            _log.info("ACP run %s: the child exited during %s", self.id, stage)
-            return Failure(exit_stage, "process-exit", outcome=proc.outcome)
-        error = raced.error
-        assert error is not None
-        _log.info("ACP run %s: %s failed", self.id, stage, exc_info=error)
         session = self._session
-        if session is not None and session.transport.broken is not None:
-            return Failure(stage, "transport")
-        kind = classify_error(error)
-        if kind == "auth-required":
-            return Failure(stage, "authentication")
-        if kind == "rpc-error":
-            return Failure(stage, "transport")
-        if kind == "connection-lost":
-            outcome = proc.outcome
-            if outcome is not None:
-                return Failure(exit_stage, "process-exit", outcome=outcome)
-            return Failure(stage, "transport")
-        return _unexpected(stage)
+        broken = session is not None and session.transport.broken is not None
+        return lost_race_failure(stage, raced, proc.outcome, broken=broken, run_id=self.id)
 
     def _on_exit(self) -> None:
         """The leader exited: the request in flight gets `OUTCOME_WAIT_SECONDS` to finish.
@@ -538,16 +525,20 @@ class ACPRun(SubagentRun):
         if scope is not None:
             scope.deadline = min(scope.deadline, anyio.current_time() + OUTCOME_WAIT_SECONDS)
 
-    async def _race(self, operation: Callable[[], Awaitable[T]]) -> _Raced[T]:
+    async def _race(self, operation: Callable[[], Awaitable[T]]) -> Raced[T]:
         """Runs `operation` against process exit, the cancel signal and the stop request."""
         watch = self._watch
         assert watch is not None
         if self._stop.is_set():
-            return _Raced("cancel")
-        raced: _Raced[T] | None = None
+            return Raced("cancel")
+        raced: Raced[T] | None = None
+        if self._idle_expired or self._startup_expired():
+            return Raced("timeout")
         with self.request.cancel.cancel_scope(), anyio.CancelScope() as scope:
             if watch.exited:
                 scope.deadline = anyio.current_time() + OUTCOME_WAIT_SECONDS
+            if not self._ready.is_set():
+                scope.deadline = min(scope.deadline, self._startup_deadline)
             self._race_scope = scope
             try:
                 value = await operation()
@@ -556,16 +547,21 @@ class ACPRun(SubagentRun):
                     # Wait for the process outcome before the failure is classified.
                     with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
                         await watch.seen.wait()
-                raced = _Raced("error", error=error)
+                raced = Raced("error", error=error)
             else:
-                raced = _Raced("value", value)
+                raced = Raced("value", value)
             finally:
                 self._race_scope = None
         if raced is not None:
             return raced
         if self._stop.is_set() or self.request.cancel.cancelled:
-            return _Raced("cancel")
-        return _Raced("exit")
+            return Raced("cancel")
+        if not watch.exited and (self._idle_expired or self._startup_expired()):
+            return Raced("timeout")
+        return Raced("exit")
+
+    def _startup_expired(self) -> bool:
+        return not self._ready.is_set() and anyio.current_time() >= self._startup_deadline
 
 
 async def _apply_option(session: Session, session_id: str, step: Step) -> None:
@@ -574,39 +570,3 @@ async def _apply_option(session: Session, session_id: str, step: Step) -> None:
         await session.set_mode(session_id, value)
     else:
         await session.set_config_option(session_id, config_id, value)
-
-
-def open_child(config: ACPConfig, cwd: Path) -> AbstractAsyncContextManager[ManagedProcess]:
-    """Spawns the agent for `cwd` with piped stdio and `config`'s disposal graces.
-
-    The one spawn both the cold path and the warm pool use, so a pre-spawned child is the
-    same child a cold run would have started.
-    """
-    return open_managed_process(
-        config.child_command(cwd),
-        stdin="pipe",
-        stdout="pipe",
-        stderr="inherit",
-        eof_grace_seconds=config.dispose_eof_grace_seconds,
-        term_grace_seconds=config.dispose_grace_seconds,
-        kill_grace_seconds=config.dispose_kill_grace_seconds,
-    )
-
-
-def open_session(proc: ManagedProcess, config: ACPConfig) -> Session:
-    """The SDK connection over a freshly spawned child's pipes."""
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    return Session(
-        proc.stdin,
-        proc.stdout,
-        max_frame_bytes=config.max_frame_bytes,
-        write_timeout_seconds=config.write_timeout_seconds,
-    )
-
-
-def capabilities_for(config: ACPConfig) -> ClientCapabilities:
-    """The client capabilities `initialize` advertises for `config` (fixed at spawn)."""
-    return client_capabilities(
-        read=config.fs != "none", write=config.fs == "read-write", terminal=config.terminal
-    )

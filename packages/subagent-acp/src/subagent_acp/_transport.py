@@ -9,6 +9,10 @@ Rather than patch its internals, every frame passes through this transport first
 - `session/update` notifications are validated with the SDK's schema and handed to the run in
   arrival order, synchronously (no task per update); those arriving after the answer to
   `session/prompt` are dropped; other notifications are dropped (the client takes none);
+- a tool kind outside the ACP set, in an update or a permission request, is rewritten to
+  `other` before the schema sees it (the schema would drop it to "no kind"), so a kind the child
+  named is never confused with none;
+- every line read touches the run's idle deadline (`idle`), the one place that sees them all;
 - child requests: at most `MAX_INBOUND_REQUESTS` reach the SDK at a time; one beyond that is
   answered here with a fixed JSON-RPC error, allocating nothing per request;
 - answers: only the first answer to an id the SDK is waiting for reaches it; duplicates and
@@ -24,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import anyio.abc
@@ -44,7 +48,7 @@ from acp.schema import (
     UsageUpdate,
     UserMessageChunk,
 )
-from subagent_core.kit import FrameTooLargeError, LineReader
+from subagent_core.kit import ACP_TOOL_KINDS, FrameTooLargeError, IdleDeadline, LineReader
 
 _log = logging.getLogger("subagent_acp")
 
@@ -105,6 +109,8 @@ class ChildTransport:
         self._inbound = 0
         self.broken: Broken | None = None
         """Set when the transport ended the connection itself."""
+        self.idle: IdleDeadline | None = None
+        """Touched on every line the child writes (set when the run is published)."""
 
     @property
     def prompt_answered(self) -> bool:
@@ -155,6 +161,9 @@ class ChildTransport:
                     self._receive_scope = None
             if scope.cancelled_caught:
                 return None
+            idle = self.idle
+            if idle is not None:
+                idle.touch()
             message = _parse(line)
             if message is not None:
                 routed = await self._route(message, len(line))
@@ -183,6 +192,8 @@ class ChildTransport:
                 await self._refuse(message["id"])
                 return None
             self._inbound += 1
+            if method == "session/request_permission":
+                _close_tool_kind(message.get("params"), "toolCall")
             return message
         if method != "session/update":
             _log.debug("dropped a notification the client does not take (%d bytes)", size)
@@ -193,6 +204,7 @@ class ChildTransport:
         return None
 
     def _deliver_update(self, params: object, size: int) -> None:
+        _close_tool_kind(params, "update")
         try:
             notification = SessionNotification.model_validate(params)
         except ValueError:  # the schema's validation error
@@ -231,6 +243,22 @@ class ChildTransport:
             self.broken = reason
         if self._receive_scope is not None:
             self._receive_scope.cancel()
+
+
+def _close_tool_kind(params: object, key: str) -> None:
+    """Rewrites `params[key].kind` to `other` when the child named a kind outside the ACP set.
+
+    The schema turns an unknown kind into `None`, the same value as "no kind stated"; a JSON
+    `null` or a missing kind stays as it is.
+    """
+    if not isinstance(params, dict):
+        return
+    holder = cast("dict[str, object]", params).get(key)
+    if isinstance(holder, dict):
+        fields = cast("dict[str, object]", holder)
+        kind = fields.get("kind")
+        if kind is not None and (not isinstance(kind, str) or kind not in ACP_TOOL_KINDS):
+            fields["kind"] = "other"
 
 
 def _encode(message: dict[str, Any]) -> bytes:

@@ -1,8 +1,14 @@
-"""`session/update` → `subagent_core` run events.
+"""`session/update` → `subagent_core` run events, and the run's usage tally.
 
 Closed fields (tool kind, status, plan priority and status) are normalised by the event types;
 text, titles, call ids and plan content stay child-controlled and go only to the run's event
 buffer, never to the result's diagnostic.
+
+Usage comes from two places: the `session/prompt` answer's `usage` (token totals for the session,
+which is the run's only session) and `usage_update` notifications (their `cost`: the cumulative
+session cost; their `used`/`size` describe the context window, not tokens spent, and are not
+kept). A reported cost passes `subagent_core.kit.safe_cost`: an invalid amount or currency is
+no cost, never a failed run.
 """
 
 from __future__ import annotations
@@ -18,18 +24,22 @@ from acp.schema import (
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
+    UsageUpdate,
 )
 from acp.schema import PlanEntry as ACPPlanEntry
 from acp.schema import Usage as ACPUsage
 from subagent_core import (
+    Cost,
     MessageChunk,
     PlanEntry,
     PlanEvent,
     SubagentEvent,
     ThoughtChunk,
     ToolCallEvent,
+    Usage,
     UsageEvent,
 )
+from subagent_core.kit import safe_cost
 
 from ._transport import SessionUpdate
 
@@ -62,11 +72,52 @@ def event_for(update: SessionUpdate) -> SubagentEvent | None:
     return None
 
 
-def usage_event(usage: ACPUsage | None) -> UsageEvent | None:
-    """The turn's token counts from a `session/prompt` answer, when the child reported them."""
-    if usage is None:
-        return None
-    return UsageEvent(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+class UsageTally:
+    """One run's usage as the child reported it: token totals and the latest cost."""
+
+    __slots__ = ("_cost", "_tokens")
+
+    def __init__(self) -> None:
+        self._tokens: ACPUsage | None = None
+        self._cost: Cost | None = None
+
+    def note_update(self, update: UsageUpdate) -> UsageEvent | None:
+        """A `usage_update`: the event for a cost it carries, or `None` (no valid cost)."""
+        reported = update.cost
+        if reported is None:
+            return None
+        self._cost = safe_cost(reported.amount, reported.currency)
+        return None if self._cost is None else self.event()
+
+    def note_answer(self, usage: ACPUsage | None) -> UsageEvent | None:
+        """The `session/prompt` answer's usage: the event for the run's totals, or `None`."""
+        if usage is None:
+            return None
+        self._tokens = usage
+        return self.event()
+
+    def event(self) -> UsageEvent:
+        tokens = self._tokens
+        if tokens is None:
+            return UsageEvent(cost=self._cost)
+        return UsageEvent(
+            input_tokens=tokens.input_tokens,
+            output_tokens=tokens.output_tokens,
+            cached_input_tokens=tokens.cached_read_tokens,
+            cost=self._cost,
+        )
+
+    def usage(self) -> Usage | None:
+        """The run's `Usage`, or `None` when the child reported neither tokens nor a cost."""
+        if self._tokens is None and self._cost is None:
+            return None
+        event = self.event()
+        return Usage(
+            input_tokens=event.input_tokens,
+            output_tokens=event.output_tokens,
+            cached_input_tokens=event.cached_input_tokens,
+            cost=event.cost,
+        )
 
 
 def _plan(entries: Iterable[ACPPlanEntry]) -> PlanEvent:

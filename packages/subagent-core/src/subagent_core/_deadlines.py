@@ -11,12 +11,15 @@ provider bounds two spans:
 
 `None` disables a deadline. `IdleDeadline` costs nothing per frame beyond storing a clock
 reading: the waiter sleeps until the earliest possible expiry and re-checks, so a chatty child
-does not arm and disarm a timer per frame.
+does not arm and disarm a timer per frame. The reading is `time.monotonic()` (a fraction of a
+microsecond), not `anyio.current_time()` (several, through the backend lookup): only relative
+delays reach the event loop, so the two clocks never have to agree.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from typing import Final, cast
 
 import anyio
@@ -55,7 +58,7 @@ class IdleDeadline:
 
     def __init__(self, seconds: float | None) -> None:
         self._seconds = seconds
-        self._last = anyio.current_time() if seconds is not None else 0.0
+        self._last = time.monotonic()
 
     @property
     def seconds(self) -> float | None:
@@ -64,8 +67,7 @@ class IdleDeadline:
 
     def touch(self) -> None:
         """Records that the child said something (any frame counts)."""
-        if self._seconds is not None:
-            self._last = anyio.current_time()
+        self._last = time.monotonic()
 
     async def expired(self) -> None:
         """Returns once the child has been silent for the whole bound."""
@@ -74,7 +76,7 @@ class IdleDeadline:
             await anyio.sleep_forever()
             return
         while True:
-            remaining = self._last + seconds - anyio.current_time()
+            remaining = self._last + seconds - time.monotonic()
             if remaining <= 0:
                 return
             await anyio.sleep(remaining)

@@ -74,3 +74,57 @@ class OwnedTask:
     async def wait(self) -> None:
         """Waits until the body has finished; cancelling this wait leaves the body running."""
         await self._done.wait()
+
+
+class LoopHome:
+    """The event loop an object's owned tasks run on, noted where it is known.
+
+    Sync code (an `unregister()` function, a callback) may need to start async cleanup for an
+    object whose tasks live on a loop: on that loop's own thread the cleanup starts at once,
+    from another thread it is handed to the loop, and once the loop has ended there is nothing
+    that could run it.
+    """
+
+    __slots__ = ("_loop",)
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def note(self) -> None:
+        """Records this thread's running loop (does nothing outside one)."""
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+
+    def start_soon(self, body: Callable[[], Awaitable[None]], *, name: str) -> bool:
+        """Starts `body` as an `OwnedTask` on the home loop (else this thread's running loop).
+
+        Returns True when it was started (or handed to the home loop from another thread),
+        False when no loop can run it: none was ever noted and none runs here, or the home loop
+        has stopped.
+        """
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        loop = self._loop or running
+        if loop is None:
+            return False
+        if loop is running:
+            OwnedTask.start(body, name=name)
+            return True
+        if loop.is_closed() or not loop.is_running():
+            return False
+        # The task is started from a task on that loop (anyio needs one to build its scope).
+        starter = _start_owned(body, name)
+        try:
+            asyncio.run_coroutine_threadsafe(starter, loop)
+        except RuntimeError:  # closed in the meantime
+            starter.close()
+            return False
+        return True
+
+
+async def _start_owned(body: Callable[[], Awaitable[None]], name: str) -> None:
+    OwnedTask.start(body, name=name)

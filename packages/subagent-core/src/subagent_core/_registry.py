@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
+from functools import partial
 
 import anyio
 
@@ -12,6 +13,7 @@ from ._closing import AsyncClosing
 from ._diagnostics import bound_diagnostic
 from ._errors import SubagentError, SubagentStartError
 from ._events import SubagentEvent
+from ._owned_task import LoopHome
 from ._run import ClosableProvider, SubagentProvider, SubagentRun
 from ._types import Capabilities, RunInfo, SubagentRequest, SubagentResult
 
@@ -45,11 +47,18 @@ class SubagentRegistry(AsyncClosing):
         on_end: EndObserver | None = None,
     ) -> None:
         self._providers: dict[str, SubagentProvider] = {}
+        self._homes: dict[str, LoopHome] = {}
+        """Per provider name, the loop its runs (and so its warm children) were started on."""
         self._on_start = on_start
         self._on_end = on_end
 
     def register(self, provider: SubagentProvider) -> Callable[[], None]:
         """Adds a provider; returns the function that unregisters exactly this provider.
+
+        The function blocks new starts at once and, for a `ClosableProvider`, starts its close
+        in the background (the rules are in the package README, "Closing"): a pool of
+        pre-spawned children does not outlive the registration. Published runs are not
+        affected. `await unregister_and_close(name)` does the same and waits for the close.
 
         Raises:
             SubagentError: `DUPLICATE_PROVIDER` when the name is taken.
@@ -60,10 +69,15 @@ class SubagentRegistry(AsyncClosing):
                 "DUPLICATE_PROVIDER", f'a subagent provider named "{name}" is already registered'
             )
         self._providers[name] = provider
+        home = LoopHome()
+        home.note()
+        self._homes[name] = home
 
         def unregister() -> None:
             if self._providers.get(name) is provider:
                 del self._providers[name]
+                self._homes.pop(name, None)
+                _close_soon(provider, home)
 
         return unregister
 
@@ -77,6 +91,7 @@ class SubagentRegistry(AsyncClosing):
         provider = self._providers.pop(name, None)
         if provider is None:
             return False
+        self._homes.pop(name, None)
         await _close(provider)
         return True
 
@@ -110,6 +125,9 @@ class SubagentRegistry(AsyncClosing):
         if provider is None:
             raise SubagentError("NO_PROVIDER", f'no subagent provider registered for "{name}"')
         check_capabilities(name, provider.capabilities, request)
+        home = self._homes.get(name)
+        if home is not None:
+            home.note()
         if request.max_depth is not None and (
             isinstance(request.max_depth, bool)
             or not isinstance(request.max_depth, int)  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -143,6 +161,18 @@ async def _close(provider: SubagentProvider) -> None:
             await provider.aclose()
         except Exception:
             _log.exception("closing subagent provider %r raised", provider.name)
+
+
+def _close_soon(provider: SubagentProvider, home: LoopHome) -> None:
+    """Starts closing an unregistered closable provider without waiting (sync callers)."""
+    if not isinstance(provider, ClosableProvider):
+        return
+    if not home.start_soon(partial(_close, provider), name="subagent_core.registry.close"):
+        _log.info(
+            "unregistered provider %r: no running event loop can close it; "
+            "use `await registry.unregister_and_close(name)` inside the loop",
+            provider.name,
+        )
 
 
 def _bounded_start_error(error: SubagentStartError) -> SubagentStartError:

@@ -29,6 +29,7 @@ import anyio.lowlevel
 from subagent_core.kit import (
     DEFAULT_MAX_FRAME_BYTES,
     FrameTooLargeError,
+    IdleDeadline,
     LineReader,
     ManagedProcess,
     OwnedTask,
@@ -37,7 +38,7 @@ from subagent_core.kit import (
     open_managed_process,
 )
 
-from ._errors import JSONRPCError, RequestTimeoutError, SDKError, TransportClosedError
+from ._errors import RequestTimeoutError, SDKError, TransportClosedError
 from ._framing import (
     Notification,
     Request,
@@ -49,6 +50,7 @@ from ._framing import (
     request_frame,
 )
 from ._json import JSONObject, JSONValue
+from ._pending import DropCounter, PendingReply
 from ._stderr import StderrTail
 from ._subscriptions import NotificationFilter, SessionTree, Subscription
 from ._transcript import RunTranscript
@@ -79,55 +81,6 @@ _MAX_ANSWERED_ID_CHARS: Final = 1024
 
 _YIELD_BYTES: Final = 1024 * 1024
 """The reader yields to other tasks at least once per this many bytes of frames."""
-
-_DROPS_LOGGED: Final = 16
-"""Dropped frames logged one by one; later ones are only counted (summary at close)."""
-
-
-class _Pending:
-    """The reply slot of one request: the first answer (or failure) wins."""
-
-    __slots__ = ("done", "error", "result")
-
-    def __init__(self) -> None:
-        self.done = anyio.Event()
-        self.result: JSONValue = None
-        self.error: SDKError | None = None
-
-    def resolve(self, response: Response) -> None:
-        if self.done.is_set():
-            return
-        if response.error is not None:
-            error = response.error
-            self.error = JSONRPCError(error.code, error.message, error.data)
-        else:
-            self.result = response.result
-        self.done.set()
-
-    def fail(self, message: str) -> None:
-        if not self.done.is_set():
-            self.error = TransportClosedError(message)
-            self.done.set()
-
-
-class _Drops:
-    """Counts frames the client dropped; logs the first few by kind and size, never content."""
-
-    __slots__ = ("bytes", "count")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.bytes = 0
-
-    def drop(self, what: str, size: int) -> None:
-        self.count += 1
-        self.bytes += size
-        if self.count <= _DROPS_LOGGED:
-            _log.debug("dropped %s (%d bytes)", what, size)
-
-    def summary(self) -> None:
-        if self.count > _DROPS_LOGGED:
-            _log.debug("dropped %d frames from the SDK runtime (%d bytes)", self.count, self.bytes)
 
 
 class SDKClient:
@@ -170,10 +123,10 @@ class SDKClient:
         self._process: ManagedProcess | None = None
         self._stdin: anyio.abc.ByteSendStream | None = None
         self._write_lock = anyio.Lock()
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[str, PendingReply] = {}
         self._answers: deque[bytes] = deque()
         self._answers_waiting = anyio.Event()
-        self._drops = _Drops()
+        self._drops = DropCounter()
         self._closed_message: str | None = None
         self._closed = anyio.Event()
         self._reader_ended = anyio.Event()
@@ -182,6 +135,9 @@ class SDKClient:
         self._subscriptions: list[Subscription] = []
         self._close_lock = anyio.Lock()
         self._close_result: bool | None = None
+        self.idle: IdleDeadline | None = None
+        """Touched on every line the runtime writes (a provider sets it when it publishes a
+        run; one clock reading per line)."""
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -346,6 +302,9 @@ class SDKClient:
         try:
             while self._closed_message is None:
                 line = await reader.receive_line()
+                idle = self.idle
+                if idle is not None:
+                    idle.touch()
                 frame = parse_frame(line)
                 if frame is not None:
                     self._dispatch(frame, len(line))
@@ -501,7 +460,7 @@ class SDKClient:
         if self._stdin is None:
             raise TransportClosedError("the SDK runtime is not running")
         request_id = new_request_id()
-        slot = _Pending()
+        slot = PendingReply()
         self._pending[request_id] = slot
         try:
             limit = math.inf if timeout_seconds is None else timeout_seconds

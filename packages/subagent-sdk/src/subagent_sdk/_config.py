@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Final, cast
 
 from subagent_core import SSHRemote
-from subagent_core.kit import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_OUTPUT_BYTES, ChildCommand
+from subagent_core.kit import (
+    DEFAULT_IDLE_TIMEOUT_SECONDS,
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_STARTUP_TIMEOUT_SECONDS,
+    ChildCommand,
+    check_timeout,
+)
 
 from ._client import DEFAULT_WRITE_TIMEOUT_SECONDS
 
@@ -86,6 +93,14 @@ class SDKConfig:
     """Most output a run keeps (UTF-8 bytes); past it text is dropped and a marker follows."""
     write_timeout_seconds: float = DEFAULT_WRITE_TIMEOUT_SECONDS
     """A write to the runtime blocked this long (it stopped reading) ends the run: `transport`."""
+    startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS
+    """Spawn to publication (spawn and `initialize`; a warm runtime's are bounded the same way
+    when it is started). On expiry the runtime is rolled back and the start fails with
+    `stage: initialize; category: timeout`. `None` disables it."""
+    idle_timeout_seconds: float | None = DEFAULT_IDLE_TIMEOUT_SECONDS
+    """After publication, the longest time without a single line from the runtime; on expiry
+    the run ends `error` + `stage: session-run; category: timeout`, output so far kept (the
+    wire has no cancel method: `dispose()` shuts the runtime down). `None` disables it."""
     prewarm: int = 0
     """Runtimes kept spawned and past `initialize`, each used for one run (0: none)."""
     remote: SSHRemote | None = None
@@ -112,6 +127,9 @@ class SDKConfig:
             "write_timeout_seconds",
         ):
             object.__setattr__(self, key, _positive_seconds(key, getattr(self, key)))
+        for key in ("startup_timeout_seconds", "idle_timeout_seconds"):
+            value = check_timeout(getattr(self, key), owner="SDKConfig", name=key)
+            object.__setattr__(self, key, value)
         for key in ("max_frame_bytes", "max_output_bytes"):
             if not _positive_int(getattr(self, key)):
                 raise _reject(key, "must be a positive int")

@@ -11,14 +11,17 @@ from typing import Literal
 from subagent_core import StopReason
 from subagent_core.kit import failure_line
 
-from ._errors import JSONRPCError, SDKProtocolError, TransportClosedError
+from ._errors import JSONRPCError, RequestTimeoutError, SDKProtocolError, TransportClosedError
 from ._wire import TurnEnd
 
-ErrorCategory = Literal["protocol", "transport", "unknown"]
+ErrorCategory = Literal["protocol", "transport", "timeout", "unknown"]
 
 
 def error_category(error: BaseException) -> ErrorCategory:
-    """`SDKProtocolError` and `JSONRPCError` → protocol; `TransportClosedError` → transport."""
+    """`SDKProtocolError` and `JSONRPCError` → protocol; `TransportClosedError` → transport;
+    `RequestTimeoutError` (the startup deadline ran out on `initialize`) → timeout."""
+    if isinstance(error, RequestTimeoutError):
+        return "timeout"
     if isinstance(error, SDKProtocolError | JSONRPCError):
         return "protocol"
     if isinstance(error, TransportClosedError):

@@ -14,6 +14,7 @@ settles `aborted` at once and `dispose()` closes the client.
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +30,7 @@ from subagent_core import (
 from subagent_core.kit import (
     AsyncClosing,
     EventBuffer,
+    IdleDeadline,
     OwnedTask,
     compose_start_error,
     failure_line,
@@ -126,12 +128,17 @@ class SDKProvider(AsyncClosing):
     async def _start_client(self, client: SDKClient, cwd: Path) -> None:
         """Starts `client` and takes it past `initialize` for `cwd` (warm and cold alike)."""
         config = self._config
+        startup = config.startup_timeout_seconds
+        deadline = math.inf if startup is None else anyio.current_time() + startup
         await client.start()
+        # What the spawn left of the startup bound; an expiry is `RequestTimeoutError`.
+        remaining = None if startup is None else max(0.001, deadline - anyio.current_time())
         await client.initialize(
             cwd=str(cwd),
             provider=config.provider,
             model=config.model,
             max_tokens=config.max_tokens,
+            timeout_seconds=remaining,
         )
 
     async def _spawn_ready(self, cwd: Path) -> SDKClient:
@@ -164,8 +171,9 @@ class SDKProvider(AsyncClosing):
     async def aclose(self) -> None:
         """Tears down every warm runtime and stops refilling (shielded, bounded; idempotent).
 
-        Runs already started are not affected, and later `start()` calls start cold. Call it
-        when the provider is unregistered: the registry does not own providers.
+        Runs already started are not affected; later `start()` calls start cold. The registry
+        calls it when the provider is unregistered (`unregister()` starts it without waiting,
+        `unregister_and_close` waits), or call it yourself.
         """
         if self._pool is not None:
             await self._pool.aclose()
@@ -208,7 +216,7 @@ class SDKProvider(AsyncClosing):
         warm = await self._take_warm(cwd, request)
         if warm is not None:
             _log.debug("an SDK run starts on a warm runtime")
-            return _SDKRun(self.name, warm, request, config.max_output_bytes)
+            return _SDKRun(self.name, warm, request, config)
         client = self._client(cwd)
         failure: Exception | None = None
         startup_line: str | None = None
@@ -240,14 +248,14 @@ class SDKProvider(AsyncClosing):
                 startup_line=startup_line,
                 cleanup_line=None if gone else _shutdown_line(self.name, client),
             ) from failure
-        return _SDKRun(self.name, client, request, config.max_output_bytes)
+        return _SDKRun(self.name, client, request, config)
 
 
 class _SDKRun(SubagentRun):
     """One published runtime: its driver prompts and collects; `dispose()` closes it."""
 
     def __init__(
-        self, provider: str, client: SDKClient, request: SubagentRequest, max_output_bytes: int
+        self, provider: str, client: SDKClient, request: SubagentRequest, config: SDKConfig
     ) -> None:
         self.id = new_run_id()
         self._provider = provider
@@ -258,7 +266,7 @@ class _SDKRun(SubagentRun):
         # A fresh session only this run prompts: a receipt for another message cannot be ours.
         self._transcript = RunTranscript(
             new_session_id(),
-            max_output_bytes=max_output_bytes,
+            max_output_bytes=config.max_output_bytes,
             sole_prompt=True,
             on_event=self._buffer.publish,
         )
@@ -267,6 +275,10 @@ class _SDKRun(SubagentRun):
         self._dispose_lock = anyio.Lock()
         self._disposed = False
         self._dispose_text: str | None = None
+        # Published now: from here a runtime silent for the whole bound ends the run.
+        self._idle = IdleDeadline(config.idle_timeout_seconds)
+        self._idle_expired = False
+        client.idle = self._idle
         self._driver = OwnedTask.start(self._drive, name="subagent-sdk run")
 
     def _settle(self, result: SubagentResult) -> None:
@@ -280,9 +292,38 @@ class _SDKRun(SubagentRun):
 
     async def _drive(self) -> None:
         with self._request.cancel.cancel_scope():
-            self._settle(await self._collect())
+            result = await self._collect_within_idle()
+            if result is not None:
+                self._settle(result)
         # Local cancel: settle now with the output so far; the process waits for dispose().
         self._settle_aborted()
+
+    async def _collect_within_idle(self) -> SubagentResult | None:
+        """`_collect`, ended by the idle bound; `None` when cancelled otherwise.
+
+        The wire has no cancel method, so an expiry only settles the run: `dispose()` then
+        shuts the runtime down through the usual bounded ladder.
+        """
+        idle = self._idle
+        result: SubagentResult | None = None
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                if idle.seconds is not None:
+                    tg.start_soon(self._watch_idle, idle, scope)
+                result = await self._collect()
+                tg.cancel_scope.cancel()
+        if result is None and self._idle_expired:
+            _log.debug("SDK run %s: the runtime was silent past idle_timeout_seconds", self.id)
+            line = failure_line(self._provider, "session-run", "timeout")
+            return SubagentResult(
+                stop_reason="error", output=self._transcript.output, diagnostic=line
+            )
+        return result
+
+    async def _watch_idle(self, idle: IdleDeadline, scope: anyio.CancelScope) -> None:
+        await idle.expired()
+        self._idle_expired = True
+        scope.cancel()
 
     async def _collect(self) -> SubagentResult:
         transcript = self._transcript

@@ -71,6 +71,7 @@ KNOBS = frozenset(
         "terminal",
         "concurrent_permissions",
         "echo_pid",
+        "keepalive",
     }
 )
 
@@ -451,6 +452,7 @@ class FakeChild:
             yield self._request("fake/sync", {"sessionId": self._session_id})
             self._marker("prompt_output")
         self._crash("after_prompt_output")
+        self._keepalive(_dict(script.get("keepalive")))
         if script.get("hang_at") == "prompt":
             self._flush()
             return  # the answer comes with session/cancel (or never)
@@ -465,6 +467,15 @@ class FakeChild:
         if isinstance(after, str):
             for piece in _split(after, int(script.get("chunks", 1))):
                 self._chunk(piece)
+
+    def _keepalive(self, spec: Message) -> None:
+        """`keepalive`: `{"interval_seconds", "count"}`: `count` times, wait, then send an
+        `available_commands_update` (a frame the parent consumes without output)."""
+        interval = float(spec.get("interval_seconds", 0.1))
+        for _ in range(int(spec.get("count", 0))):
+            self._flush()
+            threading.Event().wait(interval)
+            self._update({"sessionUpdate": "available_commands_update", "availableCommands": []})
 
     def _call(self, method: str, params: Message) -> Generator[int, Message, Message]:
         """Sends one request to the client and returns its answer."""

@@ -294,6 +294,7 @@ class _Runtime:
         await self.deltas(session, answer)
         if script.subagent is not None:
             await self.child(session)
+        await self.keepalive(session)
         if script.hang_at == "deltas":
             await self.round_trip()
             await self.wait_go()
@@ -315,6 +316,15 @@ class _Runtime:
             )
             await self.final_message(session, late)
         await self.status(session, "idle")
+
+    async def keepalive(self, session: str) -> None:
+        """`keepalive` `{"interval_seconds", "count"}`: `count` times, wait, then send
+        `session.status running` (a frame that carries no output)."""
+        spec = self.script.keepalive or {}
+        interval = float(spec.get("interval_seconds", 0.1))
+        for _ in range(int(spec.get("count", 0))):
+            await anyio.sleep(interval)
+            await self.status(session, "running")
 
     async def activity(self, session: str) -> None:
         """The scripted reasoning delta and tool calls (each call, then its result)."""

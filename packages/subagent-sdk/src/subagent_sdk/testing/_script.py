@@ -66,6 +66,7 @@ class FakeScript:
     noise: list[str] = field(default_factory=_no_names)
     noise_at: str = "initialize"
     huge_line_bytes: int = 5_000_000
+    keepalive: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, value: object) -> FakeScript:

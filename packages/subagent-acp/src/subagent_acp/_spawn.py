@@ -1,0 +1,52 @@
+"""Spawning an ACP child and opening the SDK connection over its pipes.
+
+The one spawn both the cold path (`_run`) and the warm pool (`_pool`) use, so a pre-spawned
+child is the same child a cold run would have started.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+
+from acp.schema import ClientCapabilities
+from subagent_core.kit import ManagedProcess, open_managed_process
+
+from ._bridge import Session, client_capabilities
+from ._config import ACPConfig
+
+
+def open_child(config: ACPConfig, cwd: Path) -> AbstractAsyncContextManager[ManagedProcess]:
+    """Spawns the agent for `cwd` with piped stdio and `config`'s disposal graces.
+
+    The one spawn both the cold path and the warm pool use, so a pre-spawned child is the
+    same child a cold run would have started.
+    """
+    return open_managed_process(
+        config.child_command(cwd),
+        stdin="pipe",
+        stdout="pipe",
+        stderr="inherit",
+        eof_grace_seconds=config.dispose_eof_grace_seconds,
+        term_grace_seconds=config.dispose_grace_seconds,
+        kill_grace_seconds=config.dispose_kill_grace_seconds,
+    )
+
+
+def open_session(proc: ManagedProcess, config: ACPConfig) -> Session:
+    """The SDK connection over a freshly spawned child's pipes."""
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    return Session(
+        proc.stdin,
+        proc.stdout,
+        max_frame_bytes=config.max_frame_bytes,
+        write_timeout_seconds=config.write_timeout_seconds,
+    )
+
+
+def capabilities_for(config: ACPConfig) -> ClientCapabilities:
+    """The client capabilities `initialize` advertises for `config` (fixed at spawn)."""
+    return client_capabilities(
+        read=config.fs != "none", write=config.fs == "read-write", terminal=config.terminal
+    )
