@@ -132,6 +132,12 @@ class MessagesStub:
         """The recorded `POST /v1/messages` requests."""
         return [r for r in self.requests if r.method == "POST" and _is_messages(r.path)]
 
+    def set_turns(self, turns: Sequence[Turn]) -> None:
+        """Replaces the script (before the run that should see it), starting from its first turn."""
+        with self._lock:
+            self._turns = tuple(turns) or (text_turn("PONG"),)
+            self._served = 0
+
     def header_seen(self, name: str) -> bool:
         """True when any request carried header `name` (case-insensitive)."""
         return any(name.lower() in r.headers for r in self.requests)
