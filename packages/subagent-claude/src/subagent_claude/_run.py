@@ -306,15 +306,17 @@ class ClaudeRun(SubagentRun):
         return Failure(exit_stage, "process-exit", outcome=proc.outcome)
 
     async def _closed_failure(self, reason: Closed, stage: Stage) -> Failure:
-        """Classifies a lost connection by the rules in the package README."""
-        if reason == "undecodable":
-            return Failure(stage, "protocol")
-        if reason in _LOST:
+        """Classifies a lost connection by the rules in the package README.
+
+        An undecodable frame is usually a child that died mid-write, so it too waits for the
+        outcome first; a child still alive after the wait wrote garbage (`protocol`).
+        """
+        if reason in _LOST or reason == "undecodable":
             with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
                 await self._exited.wait()
             if self._exited.is_set():
                 return self._exit_failure(stage)
-        return Failure(stage, "transport")
+        return Failure(stage, "protocol" if reason == "undecodable" else "transport")
 
     async def _handshake(self, wire: Wire) -> tuple[Failure | None, bool]:
         """Sends `initialize` and waits for its answer; `(failure, cancelled)`."""

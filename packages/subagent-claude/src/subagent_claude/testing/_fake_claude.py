@@ -197,6 +197,7 @@ class FakeClaude:
         if script.get("echo_env"):
             names = list(script["echo_env"])
             script = {**script, "text": json.dumps({n: os.environ.get(n) for n in names})}
+            self.script = script
         self._hostile_stream()
         if script.get("unknown_control"):
             self._ask({"subtype": "elicitation", "message": "SECRET-question"})
@@ -206,7 +207,13 @@ class FakeClaude:
             self._tool(_object(script["tool"]))
         if script.get("api_retry_status"):
             retry = copy.deepcopy(_template("system", "api_retry", source="e401"))
-            retry.update(error_status=int(script["api_retry_status"]), session_id=self.session_id)
+            status = int(script["api_retry_status"])
+            codes = {401: "authentication_failed", 403: "authentication_failed", 429: "rate_limit"}
+            retry.update(
+                error_status=status,
+                error=codes.get(status, "server_error"),
+                session_id=self.session_id,
+            )
             out.frame(retry)
             if script.get("hang_at") != "prompt":
                 self._hang_reading()
@@ -348,7 +355,7 @@ class FakeClaude:
             launcher = (
                 "import os, subprocess, sys\n"
                 f"p = subprocess.Popen([sys.executable, '-c', {code!r}], start_new_session=True,"
-                " stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)\n"
+                " stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
                 "print(p.pid)\n"
             )
             done = subprocess.run(

@@ -1,0 +1,173 @@
+"""Hostile children: each settles classified, memory stays bounded, nothing is left."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+from subagent_claude import ClaudeConfig, ClaudeProvider, PermissionAsk
+from subagent_core import (
+    DEFAULT_EVENT_CAPACITY,
+    EventsDropped,
+    MessageChunk,
+    SubagentRegistry,
+    SubagentRequest,
+)
+
+MakeConfig = Callable[..., ClaudeConfig]
+P = "Subagent failure (provider: claude; stage: "
+
+
+async def test_flood_is_bounded(fake_config: MakeConfig) -> None:
+    registry = SubagentRegistry()
+    registry.register(ClaudeProvider(fake_config({"flood_frames": 4000}, max_output_bytes=65536)))
+    with anyio.fail_after(60):
+        run = await registry.start("claude", SubagentRequest(prompt="go"))
+        async with run:
+            result = await run.result()  # nobody reads events while the child floods
+            events = [event async for event in run.events()]
+            disposed = await run.dispose()
+    assert (result.stop_reason, result.output, disposed) == ("completed", "PONG", None)
+    assert len(events) <= DEFAULT_EVENT_CAPACITY + 1
+    assert isinstance(events[0], EventsDropped)
+
+
+async def test_flood_partial_output_is_cut(fake_config: MakeConfig, run_once: Any) -> None:
+    config = fake_config(
+        {"flood_frames": 400, "result": {"subtype": "error_brand_new"}}, max_output_bytes=4096
+    )
+    result, _ = await run_once(config)
+    assert result.stop_reason == "error"
+    assert len(result.output.encode()) <= 4096 + 64
+
+
+async def test_garbage_frame_is_protocol(fake_config: MakeConfig, run_once: Any) -> None:
+    result, disposed = await run_once(fake_config({"garbage": True}))
+    assert (result.stop_reason, result.diagnostic, disposed) == (
+        "error",
+        P + "prompt; category: protocol)",
+        None,
+    )
+
+
+async def test_frame_over_the_limit_is_transport(fake_config: MakeConfig, run_once: Any) -> None:
+    config = fake_config({"huge_frame_bytes": 200_000}, max_frame_bytes=65536)
+    result, disposed = await run_once(config)
+    assert (result.stop_reason, result.diagnostic, disposed) == (
+        "error",
+        P + "prompt; category: transport)",
+        None,
+    )
+
+
+async def test_death_mid_frame_reports_the_exit_code(
+    fake_config: MakeConfig, run_once: Any
+) -> None:
+    result, disposed = await run_once(fake_config({"die_mid_frame": 3}))
+    assert (result.stop_reason, result.diagnostic, disposed) == (
+        "error",
+        P + "process; category: process-exit; exit code: 3)",
+        None,
+    )
+    assert result.output == "PONG"  # what was said before the crash is kept
+
+
+async def test_eof_deaf_term_trapping_child_is_killed(
+    fake_config: MakeConfig, run_once: Any
+) -> None:
+    config = fake_config({"ignore_eof": True, "trap_sigterm": True})
+    result, disposed = await run_once(config, seconds=20)
+    assert (result.stop_reason, disposed) == ("completed", None)
+
+
+@pytest.mark.parametrize("how", ["setsid", "double_fork", "plain"])
+async def test_escapees_are_gone(
+    fake_config: MakeConfig, run_once: Any, tmp_path: Path, how: str
+) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    config = fake_config({"grandchild": how, "pid_file": str(pid_file)})
+    result, disposed = await run_once(config, seconds=20)
+    assert (result.stop_reason, disposed) == ("completed", None)
+    pid = int(pid_file.read_text())
+    gone = not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert gone
+
+
+async def test_can_use_tool_storm_with_a_policy(fake_config: MakeConfig, run_once: Any) -> None:
+    result, disposed = await run_once(fake_config({"permission_storm": 2000}), seconds=60)
+    assert (result.stop_reason, disposed) == ("completed", None)
+    assert result.diagnostic == (
+        "Claude permission (policy: reject; tool kind: execute; decision: reject_once)"
+    )
+
+
+async def test_can_use_tool_storm_with_a_callback_is_bounded(
+    fake_config: MakeConfig, run_once: Any
+) -> None:
+    in_flight = 0
+    most = 0
+    full = anyio.Event()
+
+    async def callback(ask: PermissionAsk) -> str | None:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        if in_flight >= 8:
+            full.set()
+        await full.wait()
+        in_flight -= 1
+        return "reject_once"
+
+    config = fake_config({"permission_storm": 200}, permission=callback)
+    result, disposed = await run_once(config, seconds=60)
+    assert (result.stop_reason, disposed) == ("completed", None)
+    assert most <= 8
+
+
+async def test_unknown_control_request_gets_a_fixed_error(
+    fake_config: MakeConfig, run_once: Any, tmp_path: Path
+) -> None:
+    record = tmp_path / "record.jsonl"
+    config = fake_config({"unknown_control": True, "record_file": str(record)})
+    result, disposed = await run_once(config)
+    assert (result.stop_reason, result.diagnostic, disposed) == ("completed", None, None)
+    answers = [json.loads(line) for line in record.read_text().splitlines()]
+    errors = [a for a in answers if a.get("response", {}).get("subtype") == "error"]
+    assert [e["response"]["error"] for e in errors] == ["Unsupported control request."]
+
+
+async def test_env_scrub_and_removal(
+    fake_config: MakeConfig, run_once: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-parent-SECRET")
+    monkeypatch.setenv("IS_SANDBOX", "yes")
+    names = ["ANTHROPIC_API_KEY", "IS_SANDBOX", "HOME"]
+    script = {"echo_env": names}
+    removed, _ = await run_once(fake_config(script, env={"IS_SANDBOX": None}))
+    seen = json.loads(removed.output)
+    assert seen["ANTHROPIC_API_KEY"] is None
+    assert seen["IS_SANDBOX"] is None
+    assert seen["HOME"] == os.environ["HOME"]
+    given, _ = await run_once(fake_config(script, env={"ANTHROPIC_API_KEY": "sk-given"}))
+    assert json.loads(given.output)["ANTHROPIC_API_KEY"] == "sk-given"
+    assert json.loads(given.output)["IS_SANDBOX"] == "yes"
+
+
+async def test_idle_timeout_keeps_partial_output(fake_config: MakeConfig, run_once: Any) -> None:
+    config = fake_config({"hang_at": "prompt", "text": "said so far"}, idle_timeout_seconds=0.5)
+    events: list[Any] = []
+    result, disposed = await run_once(config, events=events, seconds=20)
+    assert (result.stop_reason, result.diagnostic, disposed) == (
+        "error",
+        P + "prompt; category: timeout)",
+        None,
+    )
+    assert result.output == "said so far"
+    assert any(isinstance(e, MessageChunk) for e in events)
+    assert not any(isinstance(e, EventsDropped) for e in events)
