@@ -252,7 +252,7 @@ class FakeClaude:
         if self.schema or self.script.get("structured_output") is not None:
             value = self.script.get("structured_output", {"answer": "PONG"})
             result.update(structured_output=value, result=json.dumps(value), stop_reason="tool_use")
-        result.update(self.script.get("result") or {})
+        result.update(_object(self.script.get("result")))
         return result
 
     def _aborted(self) -> None:
