@@ -114,7 +114,7 @@ class ClaudeConfig:
     read_user_settings: bool = False
     """`False`: no user/project/local settings are read (`--setting-sources` empty), so the
     policy here is authoritative; `True` lets the host's settings (allow rules, hooks) apply."""
-    env: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
+    env: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}), repr=False)
     """Explicit child environment laid over the scrubbed parent environment; `None` removes an
     inherited name. `ANTHROPIC_API_KEY` and friends reach the child only through here."""
     dispose_eof_grace_seconds: float = 0.5
