@@ -13,7 +13,7 @@ from subagent_claude._argv import protocol_options
     [
         ({"provider_name": "bad name"}, "provider_name"),
         ({"permission": "maybe"}, "permission"),
-        ({"permission": {"read": "allow"}}, "permission"),
+        ({"permission": {"reads": "allow"}}, "permission"),
         ({"permission": {"*": "sometimes"}}, "permission"),
         ({"model": ""}, "model"),
         ({"max_turns": 0}, "max_turns"),

@@ -11,14 +11,15 @@ from typing import Any
 import anyio
 import psutil
 import pytest
-from subagent_claude import ClaudeConfig, ClaudeProvider, PermissionAsk
+from subagent_claude import ClaudeConfig, ClaudeProvider
 from subagent_core import (
-    DEFAULT_EVENT_CAPACITY,
     EventsDropped,
     MessageChunk,
+    PermissionAsk,
     SubagentRegistry,
     SubagentRequest,
 )
+from subagent_core.kit import DEFAULT_EVENT_CAPACITY
 
 MakeConfig = Callable[..., ClaudeConfig]
 P = "Subagent failure (provider: claude; stage: "

@@ -7,7 +7,6 @@ dummy given explicitly through `env` (or none at all).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from subagent_claude import ClaudeConfig, ClaudeProvider, PermissionAsk
+from subagent_claude import ClaudeConfig, ClaudeProvider
 from subagent_claude.testing import (
     MessagesStub,
     error_turn,
@@ -26,17 +25,16 @@ from subagent_claude.testing import (
 )
 from subagent_core import (
     MessageChunk,
+    PermissionAsk,
     PermissionEvent,
     SubagentRegistry,
     SubagentRequest,
     ToolCallEvent,
-    Usage,
     UsageEvent,
 )
 
 RealConfig = Callable[..., ClaudeConfig]
 SECRET = "SECRET-body-4c1d"
-HAS_COST = "cost" in {f.name for f in dataclasses.fields(Usage)}
 
 
 def _workspace(config: ClaudeConfig) -> Path:
@@ -70,14 +68,14 @@ async def test_text_completes_with_exact_usage_and_cost(
     )
     assert result.usage is not None
     assert (result.usage.input_tokens, result.usage.output_tokens) == (11, 7)
-    if HAS_COST:
-        usage: Any = result.usage
-        assert usage.cached_input_tokens == 5
-        assert usage.cost.currency == "USD"
-        assert usage.cost.amount == pytest.approx(0.000185)  # the CLI's price for these counts
+    assert result.usage.cached_input_tokens == 5
+    assert result.usage.cost is not None
+    assert result.usage.cost.currency == "USD"
+    assert result.usage.cost.amount == pytest.approx(0.000185)  # the CLI's price for these counts
     assert "".join(e.text for e in events if isinstance(e, MessageChunk)) == "PONG"
     usage_events = [e for e in events if isinstance(e, UsageEvent)]
     assert (usage_events[-1].input_tokens, usage_events[-1].output_tokens) == (11, 7)
+    assert usage_events[-1].cost == result.usage.cost
 
 
 async def test_parent_key_is_not_inherited(
@@ -251,7 +249,7 @@ async def test_structured_output(real_config: RealConfig, run_once: Any) -> None
         result, _ = await run_once(real_config(stub), request)
     assert (result.stop_reason, result.diagnostic) == ("completed", None)
     assert json.loads(result.output) == {"answer": "PONG"}
-    assert getattr(result, "structured_output", {"answer": "PONG"}) == {"answer": "PONG"}
+    assert result.structured_output == {"answer": "PONG"}
     schema_arg = json.dumps(SCHEMA, separators=(",", ":"))
     assert any(
         schema_arg in json.dumps(r.body) or "StructuredOutput" in json.dumps(r.body)
@@ -269,7 +267,7 @@ async def test_structured_output_missing_is_output_schema(
     assert result.diagnostic == (
         "Subagent failure (provider: claude; stage: prompt; category: output-schema)"
     )
-    assert getattr(result, "structured_output", None) is None
+    assert result.structured_output is None
 
 
 async def test_stall_then_cancel_keeps_partial_output(real_config: RealConfig) -> None:

@@ -85,6 +85,7 @@ async def test_replay_structured_output(fake_config: MakeConfig, run_once: Any) 
     request = SubagentRequest(prompt="go", output_schema=schema)
     result, _ = await run_once(fake_config({"replay": "schema"}), request)
     assert (result.stop_reason, json.loads(result.output)) == ("completed", {"answer": "PONG"})
+    assert result.structured_output == {"answer": "PONG"}
     bad, _ = await run_once(fake_config({"replay": "schemabad"}), request)
     assert (bad.stop_reason, bad.diagnostic) == ("error", P + "output-schema)")
 

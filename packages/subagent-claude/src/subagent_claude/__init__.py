@@ -18,17 +18,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._config import ClaudeConfig as ClaudeConfig
     from ._provider import ClaudeProvider as ClaudeProvider
-    from ._seam import Cost as Cost
-    from ._seam import PermissionAsk as PermissionAsk
 
-__all__ = ["ClaudeConfig", "ClaudeProvider", "Cost", "PermissionAsk"]
+__all__ = ["ClaudeConfig", "ClaudeProvider"]
 
-_HOMES = {
-    "ClaudeConfig": "._config",
-    "ClaudeProvider": "._provider",
-    "Cost": "._seam",
-    "PermissionAsk": "._seam",
-}
+_HOMES = {"ClaudeConfig": "._config", "ClaudeProvider": "._provider"}
 
 
 def __getattr__(name: str) -> object:

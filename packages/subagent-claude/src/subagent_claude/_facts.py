@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from subagent_core import ProcessOutcome, StopReason, ToolKind, failure_line
+from subagent_core import StopReason, ToolKind
+from subagent_core.kit import ProcessOutcome, failure_line
 
 Stage = Literal["initialize", "prompt", "process", "teardown"]
 Category = Literal[

@@ -18,9 +18,10 @@ from typing import Final
 
 import anyio
 import anyio.abc
+from subagent_core import OptionKind
+from subagent_core.kit import PermissionGate
 
 from ._facts import tool_kind_of
-from ._seam import OptionKind, PermissionGate
 from ._wire import Frame, Wire, WireClosedError, as_object, error_answer, permission_answer
 
 _log = logging.getLogger("subagent_claude")

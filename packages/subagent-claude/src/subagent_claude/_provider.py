@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from subagent_core import (
+from subagent_core import Capabilities, SubagentRequest, SubagentRun, SubagentStartError
+from subagent_core.kit import (
     AsyncClosing,
-    Capabilities,
-    SubagentRequest,
-    SubagentRun,
-    SubagentStartError,
+    aborted_before_start_text,
+    compose_start_error,
     failure_line,
 )
 
 from ._argv import resolve_command
 from ._config import ClaudeConfig, enterable_directory
-from ._seam import aborted_before_start_text, compose_start_error
 
 CAPABILITIES = Capabilities(output_schema=True)
 """The CLI validates structured output itself (`--json-schema`); the rest cannot be enforced."""
@@ -59,16 +57,20 @@ class ClaudeProvider(AsyncClosing):
                 child's whole tree was torn down first.
         """
         if request.cancel.cancelled:
-            raise SubagentStartError(aborted_before_start_text())
+            raise SubagentStartError(aborted_before_start_text("Claude"))
         provider = self._config.provider_name
         cwd = self._workspace(request)
         if cwd is None or request.mcp_servers:
             line = failure_line(provider, "initialize", "configuration")
-            raise compose_start_error(cancelled=False, startup_line=line, cleanup_line=None)
+            raise compose_start_error(
+                "Claude", cancelled=False, startup_line=line, cleanup_line=None
+            )
         command = resolve_command(self._config)
         if command is None:
             line = failure_line(provider, "process", "process-start")
-            raise compose_start_error(cancelled=False, startup_line=line, cleanup_line=None)
+            raise compose_start_error(
+                "Claude", cancelled=False, startup_line=line, cleanup_line=None
+            )
         from ._run import ClaudeRun
 
         run = ClaudeRun(self._config, cwd, command, request)

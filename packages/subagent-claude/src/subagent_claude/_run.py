@@ -24,19 +24,26 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 from subagent_core import (
-    BoundedText,
-    EventBuffer,
-    ManagedProcess,
-    OwnedTask,
-    SpawnError,
     StopReason,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
     SubagentStartError,
     Usage,
+)
+from subagent_core.kit import (
+    BoundedText,
+    EventBuffer,
+    IdleDeadline,
+    ManagedProcess,
+    OwnedTask,
+    PermissionGate,
+    SpawnError,
+    StructuredOutputError,
+    compose_start_error,
     new_run_id,
     open_managed_process,
+    parse_structured_output,
 )
 
 from ._argv import protocol_options
@@ -44,14 +51,6 @@ from ._config import ClaudeConfig
 from ._facts import Failure, Mapped, Stage, is_auth_signal, map_result, result_diagnostic
 from ._facts import teardown_line as _teardown_line
 from ._permission import PermissionDesk
-from ._seam import (
-    IdleDeadline,
-    PermissionGate,
-    StructuredOutputError,
-    compose_start_error,
-    make_result,
-    parse_structured_output,
-)
 from ._stream import Transcript, result_usage
 from ._wire import (
     Closed,
@@ -184,7 +183,13 @@ class ClaudeRun(SubagentRun):
             self._gate.recording = False
             output = self._final if self._final is not None else self._transcript.output.text
             structured = self._structured if stop_reason == "completed" else None
-            self._result = make_result(stop_reason, output, diagnostic, self._usage, structured)
+            self._result = SubagentResult(
+                stop_reason=stop_reason,
+                output=output,
+                diagnostic=diagnostic,
+                usage=self._usage,
+                structured_output=structured,
+            )
             self._buffer.close()
             self._settled.set()
 
@@ -213,7 +218,7 @@ class ClaudeRun(SubagentRun):
             return
         startup = None if failure is None else failure.line(self._config.provider_name)
         self._start_error = compose_start_error(
-            cancelled=cancelled, startup_line=startup, cleanup_line=cleanup_line
+            "Claude", cancelled=cancelled, startup_line=startup, cleanup_line=cleanup_line
         )
         self._start_cause = cause
         self._ready.set()

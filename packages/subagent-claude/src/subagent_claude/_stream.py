@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from subagent_core import (
-    BoundedText,
     MessageChunk,
     SubagentEvent,
     ThoughtChunk,
@@ -24,9 +23,9 @@ from subagent_core import (
     Usage,
     UsageEvent,
 )
+from subagent_core.kit import BoundedText, safe_cost
 
 from ._facts import tool_kind_of
-from ._seam import make_usage, safe_cost
 from ._wire import Frame, as_list, as_object
 
 MAX_TRACKED_IDS: Final = 1024
@@ -156,6 +155,16 @@ def result_usage(result: Mapping[str, Any]) -> tuple[Usage | None, UsageEvent | 
     if input_tokens is None and output_tokens is None and cost is None:
         return None, None
     return (
-        make_usage(input_tokens, output_tokens, cached, cost),
-        UsageEvent(input_tokens=input_tokens, output_tokens=output_tokens),
+        Usage(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cached_input_tokens=cached,
+            cost=cost,
+        ),
+        UsageEvent(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cached_input_tokens=cached,
+            cost=cost,
+        ),
     )

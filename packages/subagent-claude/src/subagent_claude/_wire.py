@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import anyio
 import anyio.abc
-from subagent_core import FrameTooLargeError, LineReader
+from subagent_core.kit import FrameTooLargeError, LineReader
 
 _log = logging.getLogger("subagent_claude")
 
