@@ -18,10 +18,14 @@ PACKAGES = {
     "subagent-core": "subagent-core",
     "subagent-acp": "subagent-acp",
     "subagent-sdk": "subagent-sdk",
+    "subagent-claude": "subagent-claude",
     "subagent-model-agent": "model-agent",
     "subagent-harness": "harness",
 }
 """Distribution name → folder under packages/ (the folders keep the import names' spelling)."""
+EXTRAS = {"subagent-claude": ("cli",)}
+"""Extras a package's tests need: `subagent-claude[cli]` brings the real CLI its tests drive
+(they skip, saying why, only when it cannot be installed)."""
 TEST_ENV = {"PYTHONWARNDEFAULTENCODING": "1"}
 
 
@@ -39,7 +43,8 @@ def _sync(session: nox.Session, *args: str) -> None:
 @nox.parametrize("package", list(PACKAGES))
 def tests(session: nox.Session, package: str) -> None:
     """One package alone, with only its own dependencies and the test tools."""
-    _sync(session, "--package", package, "--no-default-groups", "--group", "dev")
+    extras = [arg for extra in EXTRAS.get(package, ()) for arg in ("--extra", extra)]
+    _sync(session, "--package", package, *extras, "--no-default-groups", "--group", "dev")
     session.run("pytest", f"packages/{PACKAGES[package]}/tests", *session.posargs, env=TEST_ENV)
 
 

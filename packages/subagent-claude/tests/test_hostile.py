@@ -95,7 +95,7 @@ async def test_escapees_are_gone(
     config = fake_config({"grandchild": how, "pid_file": str(pid_file)})
     result, disposed = await run_once(config, seconds=20)
     assert (result.stop_reason, disposed) == ("completed", None)
-    pid = int(pid_file.read_text())
+    pid = int(pid_file.read_text(encoding="utf-8"))
     gone = not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert gone
 
@@ -138,7 +138,7 @@ async def test_unknown_control_request_gets_a_fixed_error(
     config = fake_config({"unknown_control": True, "record_file": str(record)})
     result, disposed = await run_once(config)
     assert (result.stop_reason, result.diagnostic, disposed) == ("completed", None, None)
-    answers = [json.loads(line) for line in record.read_text().splitlines()]
+    answers = [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines()]
     errors = [a for a in answers if a.get("response", {}).get("subtype") == "error"]
     assert [e["response"]["error"] for e in errors] == ["Unsupported control request."]
 

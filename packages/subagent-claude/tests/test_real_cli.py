@@ -159,7 +159,7 @@ async def test_allow_runs_the_tool(
         None,
         None,
     )
-    assert (ws / "proof.txt").read_text() == "proof\n"
+    assert (ws / "proof.txt").read_text(encoding="utf-8") == "proof\n"
     permissions = [e for e in events if isinstance(e, PermissionEvent)]
     assert [(e.tool_kind, e.policy, e.decision) for e in permissions] == [
         (kind, "allow", "allow_once")
@@ -217,7 +217,7 @@ async def test_callback_sees_the_ask_and_its_answer_is_used(
         ("edit", ("allow_once", "reject_once"))
     ]
     assert isinstance(asks[0].raw_input, dict)
-    assert (ws / "proof.txt").read_text() == "cb\n"
+    assert (ws / "proof.txt").read_text(encoding="utf-8") == "cb\n"
 
 
 async def test_refusal(real_config: RealConfig, run_once: Any) -> None:
