@@ -119,7 +119,9 @@ async def test_bad_config_is_exit_2_naming_the_key(tmp_path: Path) -> None:
         code, _, err = await _run(["providers", "--workspace", str(tmp_path)])
     assert code == 2
     assert err.startswith("harness: /")
-    assert err.endswith('/harness.toml: providers.a.kind: must be "acp", "sdk" or "model"\n')
+    assert err.endswith(
+        '/harness.toml: providers.a.kind: must be "acp", "sdk", "claude" or "model"\n'
+    )
     assert err.count("\n") == 1
 
 

@@ -42,7 +42,7 @@ from subagent_core import SSHRemote
 
 from ._exit import UsageError
 
-ProviderKind = Literal["acp", "sdk", "model"]
+ProviderKind = Literal["acp", "sdk", "claude", "model"]
 PermissionPolicy = Literal["allow", "reject", "ask"]
 """How an ACP child's permission requests are answered; `ask` asks at the terminal."""
 FileSystemMode = Literal["none", "read", "read-write"]
@@ -93,7 +93,8 @@ class ProviderSettings:
     env: Mapping[str, str] = field(default_factory=dict[str, str])
     """Explicit child variables as written: `${VAR}` references resolve at spawn time."""
     permission: PermissionPolicy = "reject"
-    """ACP only: how the child's permission requests (and file writes, terminals) are answered."""
+    """ACP and claude: how the child's permission requests (and file writes, terminals) are
+    answered."""
     fs: FileSystemMode = "none"
     """ACP only: the client file system offered to the child, confined to the workspace."""
     terminal: bool = False
@@ -101,6 +102,8 @@ class ProviderSettings:
     sdk_provider: str = "deepseek-official"
     """SDK only: the `provider` sent in `initialize`."""
     sdk_model: str = DEFAULT_MODEL
+    claude_model: str | None = None
+    """claude only: `--model` (None: the CLI's default)."""
     max_tokens: int | None = None
     mode: Literal["ask", "execute"] = "ask"
     """model only: the child's work mode."""
@@ -219,6 +222,7 @@ _PROCESS_KEYS = {
 _KIND_KEYS: dict[str, set[str]] = {
     "acp": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "fs", "terminal"},
     "sdk": _COMMON_KEYS | _PROCESS_KEYS | {"provider", "model", "max_tokens"},
+    "claude": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "model"},
     "model": _COMMON_KEYS | {"mode"},
 }
 
@@ -323,7 +327,7 @@ def _provider(
         raise ConfigError(prefix, "a provider name must not be empty")
     kind = table.get("kind")
     if kind not in _KIND_KEYS:
-        raise ConfigError(f"{prefix}.kind", 'must be "acp", "sdk" or "model"')
+        raise ConfigError(f"{prefix}.kind", 'must be "acp", "sdk", "claude" or "model"')
     kind = cast(ProviderKind, kind)
     _reject_unknown(table, _KIND_KEYS[kind], prefix)
     if kind == "model":
@@ -332,7 +336,7 @@ def _provider(
             raise ConfigError(f"{prefix}.mode", 'must be "ask" or "execute"')
         return ProviderSettings(name=name, kind=kind, mode=mode, source=source)
     command = _optional_string(table, "command", prefix)
-    if command is None:
+    if command is None and kind != "claude":  # claude: the CLI on PATH or in the [cli] extra
         raise ConfigError(f"{prefix}.command", "is required (the program to start)")
     cwd_text = _optional_string(table, "cwd", prefix)
     cwd = None if cwd_text is None else (base / cwd_text).resolve()
@@ -358,6 +362,7 @@ def _provider(
         terminal=terminal,
         sdk_provider=_string(table, "provider", prefix, "deepseek-official"),
         sdk_model=_string(table, "model", prefix, DEFAULT_MODEL),
+        claude_model=_optional_string(table, "model", prefix) if kind == "claude" else None,
         max_tokens=_positive_int(table, "max_tokens", prefix),
         dispose_eof_grace_seconds=_seconds(table, "dispose_eof_grace_seconds", prefix, 0.5),
         dispose_grace_seconds=_seconds(table, "dispose_grace_seconds", prefix, 0.5),

@@ -74,7 +74,9 @@ class ACPOverrides:
         """
         if not self.any:
             return settings
-        if settings.kind != "acp":
+        if settings.kind == "claude" and (self.fs, self.terminal) == (None, None):
+            pass  # a native Claude child takes --permission (its tools are its own)
+        elif settings.kind != "acp":
             raise UsageError(
                 f'--permission, --fs and --terminal apply to ACP providers; "{settings.name}" '
                 f"is {settings.kind}"
@@ -126,7 +128,7 @@ def delegate_once(
         raise UsageError("--permission and --approve both set the permission: give one")
     chosen = acp.apply(chosen)
     options = options or DelegateOptions()
-    if chosen.permission == "ask" and chosen.kind == "acp":
+    if chosen.permission == "ask" and chosen.kind in ("acp", "claude"):
         options = replace(options, live=False)
     try:
         registry = build_registry(

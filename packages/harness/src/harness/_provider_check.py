@@ -45,7 +45,7 @@ def show_providers(
                     "name": item.name,
                     "kind": item.kind,
                     "command": [item.command, *item.args] if item.command else None,
-                    "permission": item.permission if item.kind == "acp" else None,
+                    "permission": item.permission if item.kind in ("acp", "claude") else None,
                     "builtin": is_builtin(config, item),
                     "status": status,
                     "ok": status in ("ok", "not checked"),
@@ -59,16 +59,20 @@ def show_providers(
     for column in ("name", "kind", "command", "permission", "check"):
         table.add_column(column, overflow="fold")
     for item, status in zip(settings, statuses, strict=True):
-        command = shlex.join([item.command, *item.args]) if item.command else "(in-process)"
+        command = shlex.join([item.command, *item.args]) if item.command else _no_command(item)
         table.add_row(
             escape(item.name),
             item.kind,
             escape(command),
-            item.permission if item.kind == "acp" else "—",
+            item.permission if item.kind in ("acp", "claude") else "—",
             escape(status),
         )
     output_console().print(table)
     return code
+
+
+def _no_command(item: ProviderSettings) -> str:
+    return "claude (PATH or subagent-claude[cli])" if item.kind == "claude" else "(in-process)"
 
 
 async def _check_all(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from subagent_acp import ACPConfig, ACPProvider
+from subagent_claude import ClaudeConfig, ClaudeProvider
 from subagent_core import SSHRemote, SubagentProvider, SubagentRegistry
 from subagent_sdk import SDKConfig, SDKProvider
 
@@ -95,6 +96,8 @@ def build_provider(
             terminal=settings.terminal,
         )
         return ACPProvider(overrides.apply(acp, provider=settings.name))
+    if settings.kind == "claude":
+        return ClaudeProvider(overrides.apply(_claude_config(settings), provider=settings.name))
     if settings.kind == "sdk":
         sdk = SDKConfig(
             **_process_fields(settings),
@@ -121,6 +124,23 @@ class _ProcessFields(TypedDict):
     dispose_grace_seconds: float
     dispose_kill_grace_seconds: float
     remote: SSHRemote | None
+
+
+def _claude_config(settings: ProviderSettings) -> ClaudeConfig:
+    """A native Claude Code child; no `command` lets the provider find the CLI itself."""
+    return ClaudeConfig(
+        provider_name=settings.name,
+        command=settings.command,
+        args=settings.args,
+        cwd=settings.cwd,
+        env=dict(settings.resolved_env()),
+        permission=terminal_permission() if settings.permission == "ask" else settings.permission,
+        model=settings.claude_model,
+        dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
+        dispose_grace_seconds=settings.dispose_grace_seconds,
+        dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
+        remote=settings.remote,
+    )
 
 
 def _process_fields(settings: ProviderSettings) -> _ProcessFields:
