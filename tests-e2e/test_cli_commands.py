@@ -88,7 +88,7 @@ async def test_demo_exits_0_with_every_scenario_matched(tmp_path: Path) -> None:
         ],
         "acp: cancel stops the child's command": ["aborted", "", "—", "yes"],
     }
-    assert "8/8 scenarios matched" in out
+    assert "10/10 scenarios matched" in out
     assert SECRET not in out
     assert SECRET not in err
 

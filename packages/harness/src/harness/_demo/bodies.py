@@ -19,6 +19,7 @@ from harness._endpoint import ResolvedEndpoint
 
 from .kit import (
     acp_agent_provider,
+    claude_fake_provider,
     leaked_text,
     process_left,
     run_child,
@@ -34,6 +35,7 @@ _AGENT_STATUS: dict[str, StopReason] = {
     "refusal": "refusal",
     "cancelled": "aborted",
 }
+CLAUDE_REFUSED = "Claude permission (policy: reject; tool kind: edit; decision: reject_once)"
 ACP_FAILURE = "Subagent failure (provider: acp; stage: prompt; category: transport)"
 ACP_CRASH = "Subagent failure (provider: acp; stage: process; category: process-exit; exit code: 3)"
 SDK_FAILURE = (
@@ -114,6 +116,26 @@ async def _acp_fake(context: ScenarioContext) -> SubagentResult:
     env = script_env({"text": "Hello from the fake ACP child.", "chunks": 3})
     provider = self_provider(context, "acp", "acp-fake", "fake-acp-child", env=env)
     return await run_child(provider, "say hello", context)
+
+
+async def _claude_fake(context: ScenarioContext) -> SubagentResult:
+    provider = claude_fake_provider(
+        context, {"text": "Hello from the fake Claude CLI.", "chunks": 3}
+    )
+    return await run_child(provider, "say hello", context)
+
+
+async def _claude_refused(context: ScenarioContext) -> SubagentResult:
+    target = context.workspace / "claude-proof.txt"
+    tool = {"name": "Write", "input": {"file_path": str(target), "content": "x"}}
+    provider = claude_fake_provider(context, {"tool": tool, "text": "I could not write it."})
+    return await run_child(provider, "write a file", context)
+
+
+def _nothing_written(context: ScenarioContext, result: SubagentResult) -> str | None:
+    if (context.workspace / "claude-proof.txt").exists():
+        return "the refused Write left a file"
+    return None
 
 
 async def _acp_self(context: ScenarioContext) -> SubagentResult:
@@ -264,6 +286,18 @@ def demo() -> list[Scenario]:
             _acp_self,
             "Hello over ACP from harness.",
             _says("DEMO-ACP", "Hello over ACP from harness."),
+        ),
+        _completes("claude: fake Claude CLI", _claude_fake, "Hello from the fake Claude CLI.", []),
+        Scenario(
+            name="claude: Write refused by the default policy",
+            rules=[],
+            body=_claude_refused,
+            expect=Expectation(
+                stop_reason="completed",
+                output_contains="I could not write it.",
+                diagnostic=CLAUDE_REFUSED,
+            ),
+            extra_check=_nothing_written,
         ),
         _completes("sdk: fake SDK runtime", _sdk_fake, "Hello from the fake SDK runtime.", []),
         _completes(

@@ -119,6 +119,20 @@ def _model_child(
     )
 
 
+def claude_fake_provider(context: ScenarioContext, script: dict[str, object]) -> SubagentProvider:
+    """The fake Claude Code CLI (`python -m subagent_claude.testing`) as the native child
+    `claude-fake`, with the scenario's short graces."""
+    from subagent_claude.testing import fake_claude_argv, script_env
+
+    command, *args = fake_claude_argv()
+    settings = ProviderSettings(
+        name="claude-fake", kind="claude", command=command, args=tuple(args), env=script_env(script)
+    )
+    return build_provider(
+        with_graces(settings, *context.graces), endpoint=None, workspace=context.workspace
+    )
+
+
 async def run_child(
     provider: SubagentProvider,
     prompt: str,
