@@ -70,6 +70,13 @@ async def test_demo_exits_0_with_every_scenario_matched(tmp_path: Path) -> None:
         ],
         "acp: fake ACP child": ["completed", "Hello from the fake ACP child.", "—", "yes"],
         "acp: harness acp-agent": ["completed", "Hello over ACP from harness.", "—", "yes"],
+        "claude: fake Claude CLI": ["completed", "Hello from the fake Claude CLI.", "—", "yes"],
+        "claude: Write refused by the default policy": [
+            "completed",
+            "I could not write it.",
+            "Claude permission (policy: reject; tool kind: edit; decision: reject_once)",
+            "yes",
+        ],
         "sdk: fake SDK runtime": ["completed", "Hello from the fake SDK runtime.", "—", "yes"],
         "sdk: harness sdk-runtime": ["completed", "Hello over the SDK protocol.", "—", "yes"],
         "acp: child crashes mid-prompt, secret on stderr": [
