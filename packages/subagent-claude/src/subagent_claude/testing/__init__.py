@@ -31,6 +31,7 @@ from ._messages_stub import tool_turn as tool_turn
 __all__ = [
     "FRAMES_DIR",
     "KNOBS",
+    "QUIET_ENV",
     "SCRIPT_ENV",
     "Block",
     "MessagesStub",
