@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import case_acp
 import case_cancel
+import case_claude
 import case_containment
 import case_delegation
 import case_dispose
@@ -60,6 +61,7 @@ CASES: dict[str, Case] = {
     "dispose": case_dispose.dispose,
     "fanout": case_fanout.fanout,
     "fanout-isolation": case_fanout_isolation.fanout_isolation,
+    "claude": case_claude.native_vs_acp,
 }
 
 
