@@ -22,7 +22,9 @@ def test_the_provider_never_imports_the_agent_sdk() -> None:
         "import sys, subagent_claude._run, subagent_claude._provider;"
         "print(any(m.startswith('claude_agent_sdk') for m in sys.modules))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8", check=True
+    )
     assert done.stdout.strip() == "False"
 
 
@@ -32,5 +34,7 @@ def test_the_fake_cli_imports_only_the_standard_library() -> None:
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('anyio', 'subagent_core', 'claude_agent_sdk')))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8", check=True
+    )
     assert done.stdout.strip() == "[]"

@@ -98,7 +98,8 @@ async def test_relative_request_cwd_is_configuration(fake_config: MakeConfig) ->
 async def test_local_cancel_settles_at_once_and_keeps_partial_output(
     fake_config: MakeConfig,
 ) -> None:
-    config = fake_config({"hang_at": "prompt", "text": "half an answer"})
+    # One chunk: the cancel lands after it, so the partial output is exactly that text.
+    config = fake_config({"hang_at": "prompt", "text": "half an answer", "chunks": 1})
     request = SubagentRequest(prompt="go")
     with anyio.fail_after(30):
         run = await _registry(config).start("claude", request)
@@ -106,6 +107,7 @@ async def test_local_cancel_settles_at_once_and_keeps_partial_output(
             async for event in run.events():
                 if isinstance(event, MessageChunk):
                     request.cancel.cancel()
+                    break
             result = await run.result()
             disposed = await run.dispose()
     assert (result.stop_reason, result.diagnostic, disposed) == ("aborted", None, None)
