@@ -67,3 +67,15 @@ def test_delegate_to_a_claude_child(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "Hello from the fake Claude CLI." in result.stdout
+
+
+def test_command_line_overrides_reach_a_claude_child(tmp_path: Path) -> None:
+    from harness._provider_overrides import ProviderOverrides
+    from subagent_core import READS_POLICY
+
+    (settings,) = parse_config({"providers": {"review": {"kind": "claude"}}}).providers
+    overrides = ProviderOverrides(approve="reads", idle_timeout_seconds=30.0)
+    provider = build_provider(settings, endpoint=None, workspace=tmp_path, overrides=overrides)
+    assert isinstance(provider, ClaudeProvider)
+    assert dict(provider.config.permission) == dict(READS_POLICY)  # type: ignore[arg-type]
+    assert provider.config.idle_timeout_seconds == 30.0
