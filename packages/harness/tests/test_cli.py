@@ -96,7 +96,10 @@ def test_delegate_to_an_unknown_provider_is_a_usage_error(tmp_path: Path) -> Non
         ],
     )
     assert result.exit_code == 2
-    assert result.stderr == 'harness: no provider named "nope" (configured: acp, dsh-sdk, model)\n'
+    assert result.stderr == (
+        'harness: no provider or agent named "nope" (configured: acp, dsh-sdk, model; agents: '
+        "claude, codex, claude-acp, codex-acp, gemini, qwen, opencode, harness)\n"
+    )
 
 
 def test_providers_without_check_lists_the_builtins(tmp_path: Path) -> None:

@@ -534,9 +534,7 @@ async def test_acp_flags_on_another_kind_are_exit_2(tmp_path: Path) -> None:
         env={"DEEPSEEK_API_KEY": "k"},
     )
     assert code == 2
-    assert err == (
-        'harness: --permission, --fs and --terminal apply to ACP providers; "model" is model\n'
-    )
+    assert err == 'harness: --fs and --terminal apply to ACP providers; "model" is model\n'
 
 
 async def test_delegate_live_view_on_a_terminal(tmp_path: Path) -> None:

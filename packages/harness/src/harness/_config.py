@@ -41,8 +41,10 @@ from typing import Literal, TypeVar, cast
 from subagent_core import SSHRemote
 
 from ._exit import UsageError
+from ._presets import NATIVE_KINDS, Preset, find_preset, preset_names
 
-ProviderKind = Literal["acp", "sdk", "claude", "model"]
+ProviderKind = Literal["acp", "sdk", "model", "claude", "codex"]
+"""`claude` and `codex` are the native providers (packages `subagent-claude`, `subagent-codex`)."""
 PermissionPolicy = Literal["allow", "reject", "ask"]
 """How an ACP child's permission requests are answered; `ask` asks at the terminal."""
 FileSystemMode = Literal["none", "read", "read-write"]
@@ -113,18 +115,64 @@ class ProviderSettings:
     dispose_kill_grace_seconds: float = 3.0
     remote: SSHRemote | None = None
     """acp/sdk: run the child on another host through `ssh` (the `remote = {…}` table)."""
+    preset: str | None = None
+    """The preset this provider was made from (`harness agents` names it), or None."""
+    child_model: str | None = None
+    """acp/claude/codex: the model the child should use (None: the child's own default)."""
+    unset_env: tuple[str, ...] = ()
+    """Host variables removed from the child's inherited environment (a preset's)."""
+    credentials: tuple[str, ...] = ()
+    """Credential variables handed to the child as `${VAR}` when set in the environment."""
+    requires_credential: bool = False
+    """At least one of `credentials` must be set, else the child is not started."""
     source: Path | None = field(default=None, compare=False)
     """The file this table came from (None for a built-in); errors at spawn time name it."""
 
     def resolved_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """`env` with every `${VAR}` replaced from `environ` (default: this process's).
+        """`env` with every `${VAR}` replaced from `environ` (default: this process's), plus
+        the credential variables that are set.
 
         Raises:
             ConfigError: a referenced variable is not set (the error names it, never a value).
+            MissingCredentialError: the provider needs one of its credential variables and
+                none is set.
         """
+        parent = os.environ if environ is None else environ
+        present = [name for name in self.credentials if parent.get(name)]
+        if self.requires_credential and not present:
+            raise MissingCredentialError(self.name, self.credentials)
+        written = {name: f"${{{name}}}" for name in present if name not in self.env}
         return resolve_references(
-            self.env, f"providers.{self.name}.env", source=self.source, environ=environ
+            {**written, **self.env},
+            f"providers.{self.name}.env",
+            source=self.source,
+            environ=parent,
         )
+
+    def explicit_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str | None]:
+        """The child's explicit env: `resolved_env`, and `None` for each name it must not
+        inherit (`unset_env`).
+
+        Raises:
+            ConfigError: a referenced variable is not set.
+            MissingCredentialError: a needed credential variable is not set.
+        """
+        explicit: dict[str, str | None] = dict.fromkeys(self.unset_env)
+        explicit.update(self.resolved_env(environ))
+        return explicit
+
+
+class MissingCredentialError(UsageError):
+    """A provider needs a credential variable and none of its variables is set (names only)."""
+
+    def __init__(self, name: str, variables: tuple[str, ...]) -> None:
+        wanted = " or ".join(variables)
+        first = variables[0] if variables else "the key"
+        super().__init__(
+            f'"{name}" needs {wanted} set in the environment (export {first}=...); it is '
+            "handed to the child and never stored or printed"
+        )
+        self.variables = variables
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,10 +268,11 @@ _PROCESS_KEYS = {
     "remote",
 }
 _KIND_KEYS: dict[str, set[str]] = {
-    "acp": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "fs", "terminal"},
+    "acp": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "fs", "terminal", "model"},
     "sdk": _COMMON_KEYS | _PROCESS_KEYS | {"provider", "model", "max_tokens"},
-    "claude": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "model"},
     "model": _COMMON_KEYS | {"mode"},
+    "claude": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "model"},
+    "codex": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "model"},
 }
 
 
@@ -325,22 +374,32 @@ def _provider(
     prefix = f"providers.{name}"
     if not name.strip():
         raise ConfigError(prefix, "a provider name must not be empty")
-    kind = table.get("kind")
+    preset = _preset(table, prefix)
+    kind = table.get("kind", preset.kind if preset is not None else None)
     if kind not in _KIND_KEYS:
-        raise ConfigError(f"{prefix}.kind", 'must be "acp", "sdk", "claude" or "model"')
+        raise ConfigError(
+            f"{prefix}.kind", 'must be "acp", "sdk", "model", "claude" or "codex" (or give preset)'
+        )
     kind = cast(ProviderKind, kind)
-    _reject_unknown(table, _KIND_KEYS[kind], prefix)
+    if preset is not None and kind != preset.kind:
+        raise ConfigError(f"{prefix}.kind", f'preset "{preset.name}" is of kind "{preset.kind}"')
+    _reject_unknown(table, _KIND_KEYS[kind] | ({"preset"} if preset else set()), prefix)
     if kind == "model":
         mode = _string(table, "mode", prefix, "ask")
         if mode not in ("ask", "execute"):
             raise ConfigError(f"{prefix}.mode", 'must be "ask" or "execute"')
         return ProviderSettings(name=name, kind=kind, mode=mode, source=source)
     command = _optional_string(table, "command", prefix)
-    if command is None and kind != "claude":  # claude: the CLI on PATH or in the [cli] extra
+    if command is None and preset is not None and kind not in NATIVE_KINDS:
+        command = preset.command or preset.program
+    if command is None and kind not in NATIVE_KINDS:
+        # The native providers find their CLI themselves (on PATH or bundled in a wheel).
         raise ConfigError(f"{prefix}.command", "is required (the program to start)")
     cwd_text = _optional_string(table, "cwd", prefix)
     cwd = None if cwd_text is None else (base / cwd_text).resolve()
     env = _string_table(table, "env", prefix)
+    if preset is not None:
+        env = {**preset.env, **env}
     permission = _string(table, "permission", prefix, "reject")
     if permission not in ("allow", "reject", "ask"):
         raise ConfigError(f"{prefix}.permission", 'must be "allow", "reject" or "ask"')
@@ -350,11 +409,14 @@ def _provider(
     terminal = table.get("terminal", False)
     if not isinstance(terminal, bool):
         raise ConfigError(f"{prefix}.terminal", "must be true or false")
+    args = tuple(_list(table, "args", prefix, item=str))
+    if preset is not None and "args" not in table:
+        args = preset.args
     return ProviderSettings(
         name=name,
         kind=kind,
         command=command,
-        args=tuple(_list(table, "args", prefix, item=str)),
+        args=args,
         cwd=cwd,
         env=env,
         permission=permission,
@@ -363,13 +425,40 @@ def _provider(
         sdk_provider=_string(table, "provider", prefix, "deepseek-official"),
         sdk_model=_string(table, "model", prefix, DEFAULT_MODEL),
         claude_model=_optional_string(table, "model", prefix) if kind == "claude" else None,
+        child_model=_optional_string(table, "model", prefix) if kind != "sdk" else None,
         max_tokens=_positive_int(table, "max_tokens", prefix),
-        dispose_eof_grace_seconds=_seconds(table, "dispose_eof_grace_seconds", prefix, 0.5),
-        dispose_grace_seconds=_seconds(table, "dispose_grace_seconds", prefix, 0.5),
-        dispose_kill_grace_seconds=_seconds(table, "dispose_kill_grace_seconds", prefix, 3.0),
+        dispose_eof_grace_seconds=_seconds(
+            table,
+            "dispose_eof_grace_seconds",
+            prefix,
+            preset.dispose_eof_grace_seconds if preset else 0.5,
+        ),
+        dispose_grace_seconds=_seconds(
+            table, "dispose_grace_seconds", prefix, preset.dispose_grace_seconds if preset else 0.5
+        ),
+        dispose_kill_grace_seconds=_seconds(
+            table,
+            "dispose_kill_grace_seconds",
+            prefix,
+            preset.dispose_kill_grace_seconds if preset else 3.0,
+        ),
         remote=_remote(table, base, prefix),
+        preset=None if preset is None else preset.name,
+        unset_env=() if preset is None else preset.unset,
+        credentials=() if preset is None else preset.credentials,
+        requires_credential=False if preset is None else preset.requires_credential,
         source=source,
     )
+
+
+def _preset(table: Mapping[str, object], prefix: str) -> Preset | None:
+    name = _optional_string(table, "preset", prefix)
+    if name is None:
+        return None
+    preset = find_preset(name)
+    if preset is None:
+        raise ConfigError(f"{prefix}.preset", f"must be one of {', '.join(preset_names())}")
+    return preset
 
 
 _REMOTE_KEYS = {"destination", "port", "identity_file", "options", "python"}

@@ -28,8 +28,9 @@ from ._delegate_view import JSONView, LiveView, PlainView, RunView
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
 from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
 from ._json_output import emit, result_record
+from ._presets import preset_names
 from ._provider_overrides import ProviderOverrides
-from ._providers import build_registry, is_builtin, provider_settings
+from ._providers import build_registry, find_provider, is_builtin, provider_settings
 from ._signals import cancel_on_signals
 from ._start_failure import SPAWN_HINTS, spawn_reason
 from ._usage_view import usage_summary
@@ -74,11 +75,13 @@ class ACPOverrides:
         """
         if not self.any:
             return settings
-        if settings.kind == "claude" and (self.fs, self.terminal) == (None, None):
-            pass  # a native Claude child takes --permission (its tools are its own)
-        elif settings.kind != "acp":
+        if settings.kind != "acp" and (self.fs, self.terminal) != (None, None):
             raise UsageError(
-                f'--permission, --fs and --terminal apply to ACP providers; "{settings.name}" '
+                f'--fs and --terminal apply to ACP providers; "{settings.name}" is {settings.kind}'
+            )
+        if settings.kind not in ("acp", "claude", "codex"):
+            raise UsageError(
+                f'--permission applies to ACP, claude and codex providers; "{settings.name}" '
                 f"is {settings.kind}"
             )
         permission = self.permission or settings.permission
@@ -115,11 +118,13 @@ def delegate_once(
         )
     except MissingKeyError:
         endpoint = None
-    settings = provider_settings(config, endpoint)
-    chosen = next((item for item in settings if item.name == provider), None)
+    chosen = find_provider(config, endpoint, provider)
     if chosen is None:
-        names = ", ".join(item.name for item in settings)
-        raise UsageError(f'no provider named "{provider}" (configured: {names})')
+        names = ", ".join(item.name for item in provider_settings(config, endpoint))
+        raise UsageError(
+            f'no provider or agent named "{provider}" (configured: {names}; agents: '
+            f"{', '.join(preset_names())})"
+        )
     if endpoint is None and (is_builtin(config, chosen) or chosen.kind == "model"):
         raise MissingKeyError
     acp = acp or ACPOverrides()

@@ -87,11 +87,14 @@ async def _check_all(
             # The built-ins are this harness on the model endpoint: without a key they cannot work.
             statuses.append("needs DEEPSEEK_API_KEY")
         else:
-            statuses.append(await _check(item, endpoint, workspace))
+            statuses.append(await check_provider(item, endpoint, workspace))
     return statuses
 
 
-async def _check(item: ProviderSettings, endpoint: ResolvedEndpoint | None, workspace: Path) -> str:
+async def check_provider(
+    item: ProviderSettings, endpoint: ResolvedEndpoint | None, workspace: Path
+) -> str:
+    """Starts `item` once (ACP: initialize + session/new; SDK: initialize); its status line."""
     if item.kind == "model":
         return "ok"
     try:

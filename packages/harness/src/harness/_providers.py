@@ -15,6 +15,7 @@ from subagent_sdk import SDKConfig, SDKProvider
 
 from ._config import API_KEY_ENV, HarnessConfig, ProviderSettings
 from ._endpoint import ResolvedEndpoint
+from ._presets import NATIVE_KINDS, PRESETS, Preset
 from ._provider_overrides import ProviderOverrides
 from ._terminal_prompt import terminal_permission
 
@@ -66,9 +67,41 @@ def provider_settings(
     return merged + [item for item in config.providers if item.name not in builtin_names]
 
 
+def preset_settings(preset: Preset) -> ProviderSettings:
+    """The provider a preset is when named with no config table."""
+    return ProviderSettings(
+        name=preset.name,
+        kind=preset.kind,
+        # The native providers find their CLI themselves (on PATH or bundled in a wheel).
+        command=None if preset.kind in NATIVE_KINDS else preset.command or preset.program,
+        args=preset.args,
+        env=dict(preset.env),
+        dispose_eof_grace_seconds=preset.dispose_eof_grace_seconds,
+        dispose_grace_seconds=preset.dispose_grace_seconds,
+        dispose_kill_grace_seconds=preset.dispose_kill_grace_seconds,
+        preset=preset.name,
+        unset_env=preset.unset,
+        credentials=preset.credentials,
+        requires_credential=preset.requires_credential,
+    )
+
+
+def find_provider(
+    config: HarnessConfig, endpoint: ResolvedEndpoint | None, name: str
+) -> ProviderSettings | None:
+    """A configured provider or built-in called `name`, else the preset of that name."""
+    for settings in provider_settings(config, endpoint):
+        if settings.name == name:
+            return settings
+    for preset in PRESETS:
+        if preset.name == name:
+            return preset_settings(preset)
+    return None
+
+
 def is_builtin(config: HarnessConfig, settings: ProviderSettings) -> bool:
-    """Whether `settings` is a built-in no config table replaced."""
-    return config.provider(settings.name) is None
+    """Whether `settings` is a built-in no config table replaced (a preset is not one)."""
+    return config.provider(settings.name) is None and settings.preset is None
 
 
 def build_provider(
@@ -94,10 +127,16 @@ def build_provider(
             ),
             fs=settings.fs,
             terminal=settings.terminal,
+            model=settings.child_model,
         )
         return ACPProvider(overrides.apply(acp, provider=settings.name))
     if settings.kind == "claude":
         return ClaudeProvider(overrides.apply(_claude_config(settings), provider=settings.name))
+    if settings.kind in NATIVE_KINDS:
+        # codex: optional, imported by name when `subagent-codex` is installed.
+        from ._native import native_provider
+
+        return native_provider(settings, overrides)
     if settings.kind == "sdk":
         sdk = SDKConfig(
             **_process_fields(settings),
@@ -133,9 +172,9 @@ def _claude_config(settings: ProviderSettings) -> ClaudeConfig:
         command=settings.command,
         args=settings.args,
         cwd=settings.cwd,
-        env=dict(settings.resolved_env()),
+        env=settings.explicit_env(),
         permission=terminal_permission() if settings.permission == "ask" else settings.permission,
-        model=settings.claude_model,
+        model=settings.child_model or settings.claude_model,
         dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
         dispose_grace_seconds=settings.dispose_grace_seconds,
         dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
@@ -150,7 +189,7 @@ def _process_fields(settings: ProviderSettings) -> _ProcessFields:
         command=settings.command,
         args=list(settings.args),
         cwd=settings.cwd,
-        env=dict(settings.resolved_env()),
+        env=settings.explicit_env(),
         dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
         dispose_grace_seconds=settings.dispose_grace_seconds,
         dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,

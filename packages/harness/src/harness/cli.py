@@ -14,6 +14,7 @@ import typer
 
 from ._commands import (
     acp_agent,
+    agents,
     delegate,
     demo,
     e2e,
@@ -59,6 +60,7 @@ app.command("fake-sdk-runtime", context_settings=fakes.PASSTHROUGH_SETTINGS)(fak
 app.command("fake-model", context_settings=fakes.PASSTHROUGH_SETTINGS)(fakes.fake_model)
 app.command("e2e")(e2e.e2e)
 app.command("providers")(providers.providers)
+app.command("agents")(agents.agents)
 
 
 def _asks_version(args: list[str]) -> bool:

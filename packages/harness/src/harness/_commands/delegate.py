@@ -1,4 +1,5 @@
-"""`harness delegate PROMPT --provider NAME`: one subagent run through the registry."""
+"""`harness delegate PROMPT -a NAME`: one subagent run through the registry (an agent by name
+or a configured provider)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,15 @@ def delegate(
     provider: Annotated[
         str,
         typer.Option(
+            "--agent",
+            "-a",
             "--provider",
             "-p",
-            help="A provider from `harness providers` (built in: acp, dsh-sdk, model).",
+            help=(
+                "An agent by name from `harness agents` (claude, codex, gemini, qwen, "
+                "opencode, …) or a provider from `harness providers` (built in: acp, dsh-sdk, "
+                "model)."
+            ),
         ),
     ],
     workspace: WorkspaceOption = None,
