@@ -80,7 +80,7 @@ async def test_reads_inside_the_workspace(make_config, tmp_path: Path) -> None:
     result = await run_request(make_config({"fs_ops": ops}, fs="read"))
     assert result == SubagentResult(
         stop_reason="completed",
-        output="[read -> ok one\ntwo\nthree\n][read -> ok two\n][read -> -32002 file not found]",
+        output="[read -> ok one\ntwo\nthree\n][read -> ok two\n][read -> -32002 Resource not found]",
     )
 
 

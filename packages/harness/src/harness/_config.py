@@ -119,6 +119,8 @@ class ProviderSettings:
     """The preset this provider was made from (`harness agents` names it), or None."""
     child_model: str | None = None
     """acp/claude/codex: the model the child should use (None: the child's own default)."""
+    child_mode: str | None = None
+    """acp: the session mode selected after `session/new` (None: the child's default)."""
     unset_env: tuple[str, ...] = ()
     """Host variables removed from the child's inherited environment (a preset's)."""
     credentials: tuple[str, ...] = ()
@@ -268,7 +270,7 @@ _PROCESS_KEYS = {
     "remote",
 }
 _KIND_KEYS: dict[str, set[str]] = {
-    "acp": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "fs", "terminal", "model"},
+    "acp": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "fs", "terminal", "model", "mode"},
     "sdk": _COMMON_KEYS | _PROCESS_KEYS | {"provider", "model", "max_tokens"},
     "model": _COMMON_KEYS | {"mode"},
     "claude": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "model"},
@@ -426,6 +428,7 @@ def _provider(
         sdk_model=_string(table, "model", prefix, DEFAULT_MODEL),
         claude_model=_optional_string(table, "model", prefix) if kind == "claude" else None,
         child_model=_optional_string(table, "model", prefix) if kind != "sdk" else None,
+        child_mode=_optional_string(table, "mode", prefix) or (preset.mode if preset else None),
         max_tokens=_positive_int(table, "max_tokens", prefix),
         dispose_eof_grace_seconds=_seconds(
             table,

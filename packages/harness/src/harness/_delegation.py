@@ -160,12 +160,15 @@ async def _delegate(
     options: DelegateOptions,
 ) -> int:
     cancel = CancelSignal()
+    # The person running `delegate` is the parent: writes through the client file system are
+    # theirs to allow (`fs = "read-write"` offers them, `permission` gates each one).
     request = SubagentRequest(
         prompt=prompt,
         cwd=workspace,
         cancel=cancel,
         label="delegate",
         output_schema=options.output_schema,
+        allow_writes=True,
     )
     start_refused: str | None = None
     result, timed_out = SubagentResult(stop_reason="aborted"), False

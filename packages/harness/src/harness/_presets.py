@@ -48,6 +48,8 @@ class Preset:
     args: tuple[str, ...] = ()
     command: str | None = None
     """argv[0] when it is not `program` on PATH (`harness` runs this interpreter)."""
+    mode: str | None = None
+    """ACP: the session mode selected after `session/new` (None: the agent's default)."""
     protocol_args: tuple[str, ...] = ()
     """Arguments a native provider adds itself (shown only)."""
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -119,6 +121,9 @@ PRESETS: Final[tuple[Preset, ...]] = (
         name="claude-acp",
         kind="acp",
         program="claude-agent-acp",
+        # Without a mode it starts in `auto`, where a model classifier approves edits and
+        # commands itself and the permission policy here is never asked.
+        mode="default",
         env=_QUIET_CLAUDE,
         # Set, it makes the bundled CLI take the host for a sandbox and change how it runs.
         unset=("IS_SANDBOX",),

@@ -79,6 +79,7 @@ def preset_settings(preset: Preset) -> ProviderSettings:
         dispose_eof_grace_seconds=preset.dispose_eof_grace_seconds,
         dispose_grace_seconds=preset.dispose_grace_seconds,
         dispose_kill_grace_seconds=preset.dispose_kill_grace_seconds,
+        child_mode=preset.mode,
         preset=preset.name,
         unset_env=preset.unset,
         credentials=preset.credentials,
@@ -128,6 +129,7 @@ def build_provider(
             fs=settings.fs,
             terminal=settings.terminal,
             model=settings.child_model,
+            mode=settings.child_mode,
         )
         return ACPProvider(overrides.apply(acp, provider=settings.name))
     if settings.kind == "claude":

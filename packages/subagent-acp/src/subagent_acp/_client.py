@@ -115,7 +115,9 @@ class ACPClient:
         if files is None:
             raise RequestError.method_not_found("fs/read_text_file")
         try:
-            content = await files.read(path, line, limit)
+            content = await files.read(
+                path, line, limit, missing_as_empty=self._writes and self._allow_writes
+            )
         except FSRefusal as refusal:
             raise _fs_error(refusal) from None
         except Exception:

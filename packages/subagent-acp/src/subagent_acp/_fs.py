@@ -33,7 +33,10 @@ class FSRefusal(Exception):
 
 
 OUTSIDE: Final = "path is outside the workspace"
-NOT_FOUND: Final = "file not found"
+NOT_FOUND: Final = "Resource not found"
+"""ACP's own message for `resource_not_found` (-32002): agents match on it (gemini-cli's client
+file system treats only "Resource not found", "ENOENT" or "does not exist" as a missing file,
+and its write tool reads the target first, so any other words fail every new file)."""
 NOT_A_FILE: Final = "path is not a regular file"
 TOO_LARGE: Final = "file is too large"
 UNREADABLE: Final = "file could not be read"
@@ -52,13 +55,28 @@ class WorkspaceFiles:
     def __init__(self, root: Path) -> None:
         self._root = os.path.realpath(root)
 
-    async def read(self, path: str, line: int | None, limit: int | None) -> str:
+    async def read(
+        self, path: str, line: int | None, limit: int | None, *, missing_as_empty: bool = False
+    ) -> str:
         """The file's text (UTF-8, invalid bytes replaced), from 1-based `line`, `limit` lines.
+
+        `missing_as_empty` (the child may write here): a file that does not exist, in a
+        directory of the workspace that does, reads as empty text — the file a write would
+        create. gemini-cli's write tool reads its target first and fails the write on any error
+        answer: its ACP client rejects with the bare JSON-RPC error object, so the words its
+        missing-file check looks for (`Resource not found`, `ENOENT`) never reach it.
 
         Raises:
             FSRefusal: outside the workspace, missing, not a regular file, or too large.
         """
-        text = await anyio.to_thread.run_sync(self._read, path)
+        try:
+            text = await anyio.to_thread.run_sync(self._read, path)
+        except FSRefusal as refusal:
+            if not (missing_as_empty and refusal.not_found):
+                raise
+            if not await anyio.to_thread.run_sync(self._creatable, path):
+                raise
+            return ""
         if line is None and limit is None:
             return text
         lines = text.splitlines(keepends=True)
@@ -99,6 +117,11 @@ class WorkspaceFiles:
             return
         if not self._inside(actual):
             raise FSRefusal(OUTSIDE)
+
+    def _creatable(self, path: str) -> bool:
+        """A missing file whose directory exists inside the workspace."""
+        real = self._confine(path)
+        return not os.path.lexists(real) and os.path.isdir(os.path.dirname(real))
 
     def _read(self, path: str) -> str:
         real = self._confine(path)
