@@ -11,7 +11,7 @@ import anyio
 import pytest
 from harness._presets import PRESETS
 from subagent_acp.testing import SCRIPT_ENV
-from subagent_core import open_managed_process
+from subagent_core.kit import open_managed_process
 
 HARNESS = [sys.executable, "-m", "harness"]
 _CREDENTIAL_SHAPED = re.compile(r"KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)

@@ -20,7 +20,8 @@ from typing import Final
 import anyio
 from rich.markup import escape
 from rich.table import Table
-from subagent_core import SpawnError, child_env, open_managed_process
+from subagent_core import child_env
+from subagent_core.kit import SpawnError, open_managed_process
 
 from ._config import HarnessConfig, ProviderSettings
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint

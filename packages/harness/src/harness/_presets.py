@@ -163,7 +163,14 @@ PRESETS: Final[tuple[Preset, ...]] = (
         kind="acp",
         program="opencode",
         args=("acp",),
-        env=MappingProxyType({"OPENCODE_DISABLE_AUTOUPDATE": "true"}),
+        env=MappingProxyType(
+            {
+                "OPENCODE_DISABLE_AUTOUPDATE": "true",
+                # Its default lets every edit and command run unasked; asked, the permission
+                # policy here decides (this variable wins over the user's own config).
+                "OPENCODE_PERMISSION": '{"edit": "ask", "bash": "ask", "webfetch": "ask"}',
+            }
+        ),
         credentials=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY"),
         install="npm install -g opencode-ai@1.18.33",
     ),

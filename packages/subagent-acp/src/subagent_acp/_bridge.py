@@ -32,7 +32,7 @@ from acp.schema import (
 from subagent_core.kit import LineReader
 
 from ._client import ACPClient
-from ._facts import AUTH_REQUIRED_CODE
+from ._facts import AUTHENTICATION_CODES
 from ._transport import ChildTransport, SessionUpdate
 
 _READ_CHUNK = 1 << 20
@@ -122,7 +122,7 @@ class Session:
 def classify_error(error: BaseException) -> ErrorKind:
     """Sorts an exception from a request into the kinds the provider's rules distinguish."""
     if isinstance(error, RequestError):
-        return "auth-required" if error.code == AUTH_REQUIRED_CODE else "rpc-error"
+        return "auth-required" if error.code in AUTHENTICATION_CODES else "rpc-error"
     if isinstance(error, ConnectionError | EOFError):
         return "connection-lost"
     return "other"

@@ -72,6 +72,11 @@ def map_stop_reason(value: object) -> tuple[StopReason, Failure | None]:
 AUTH_REQUIRED_CODE: Final = -32000
 """ACP's closed `auth_required` error code: naming it copies no child text."""
 
+AUTHENTICATION_CODES: Final = frozenset({AUTH_REQUIRED_CODE, 401, 403})
+"""Error codes that mean the child was refused by its model service: ACP's `auth_required`,
+and the HTTP statuses 401/403 that gemini-cli (0.61) answers `session/prompt` with as the
+JSON-RPC code. Only the number is read, never the message."""
+
 
 def result_diagnostic(
     provider: str,
