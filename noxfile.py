@@ -12,7 +12,7 @@ import nox
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
-nox.options.sessions = ["lint", "types", "tests", "e2e", "packages"]
+nox.options.sessions = ["lint", "types", "tests", "e2e", "packages", "realwork"]
 
 PACKAGES = {
     "subagent-core": "subagent-core",
@@ -53,6 +53,19 @@ def e2e(session: nox.Session) -> None:
     """Cross-package end-to-end suite, slow soak included; keyed tests skip without a key."""
     _sync(session, "--all-packages", "--no-default-groups", "--group", "dev")
     session.run("pytest", "tests-e2e", *session.posargs, env=TEST_ENV)
+
+
+@nox.session
+def realwork(session: nox.Session) -> None:
+    """The real npm agents doing real work through the presets, against a loopback model stub.
+
+    Serial and short: each agent is installed once (pinned, `npm install --ignore-scripts`)
+    into a cache folder later runs reuse (`REALWORK_CACHE`, default
+    `~/.cache/subagent-harness/realwork`); one that fails to install is skipped with the reason.
+    Each agent's figures are printed at the end.
+    """
+    _sync(session, "--all-packages", "--no-default-groups", "--group", "dev")
+    session.run("pytest", "tests-realwork", "-rs", *session.posargs, env=TEST_ENV)
 
 
 @nox.session

@@ -1,0 +1,328 @@
+"""The real-work suite's fixtures: the real npm agents, the loopback model stub, a home each.
+
+The agents are installed once, pinned, with `npm install --ignore-scripts` into a cache folder
+(`REALWORK_CACHE`, default `~/.cache/subagent-harness/realwork`) that later runs reuse. An
+agent whose install fails is skipped with the reason, never silently. Each test gets a
+throwaway `HOME` (and XDG dirs, `CODEX_HOME`) holding that agent's config pointed at the stub,
+and fake keys: nothing of the machine's own agent logins or settings is read.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.request import Request, urlopen
+
+import pytest
+from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
+
+AGENTS: dict[str, tuple[str, dict[str, str]]] = {
+    # preset → (npm package@version, the programs it provides: name on PATH → path in the package)
+    "claude-acp": (
+        "@agentclientprotocol/claude-agent-acp@0.101.0",
+        {"claude-agent-acp": "node_modules/.bin/claude-agent-acp"},
+    ),
+    "codex-acp": ("@zed-industries/codex-acp@0.16.0", {"codex-acp": "node_modules/.bin/codex-acp"}),
+    "gemini": ("@google/gemini-cli@0.61.0", {"gemini": "node_modules/.bin/gemini"}),
+    "qwen": ("@qwen-code/qwen-code@0.24.4", {"qwen": "node_modules/.bin/qwen"}),
+    # Without its postinstall (scripts are never run) the launcher is a stub: use the binary of
+    # the platform package npm installed beside it.
+    "opencode": (
+        "opencode-ai@1.18.33",
+        {"opencode": "node_modules/opencode-linux-x64/bin/opencode"},
+    ),
+}
+"""The agents the suite drives, pinned (the presets' install hints name the same versions)."""
+
+INSTALL_TIMEOUT_SECONDS = 600
+SECRET = "sk-realwork-SECRET-4f1c9e"
+"""Put in the stub's 401 body: it must appear in no safe field."""
+FAKE_KEY = "sk-realwork-fake-key"
+
+
+def _load_stub() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "realwork_model_stub", Path(__file__).with_name("model_stub.py")
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _cache() -> Path:
+    root = os.environ.get("REALWORK_CACHE") or str(
+        Path.home() / ".cache" / "subagent-harness" / "realwork"
+    )
+    return Path(root)
+
+
+@dataclass(frozen=True)
+class Installed:
+    """One agent ready to run, or why not."""
+
+    preset: str
+    package: str
+    bin_dir: Path | None
+    skipped: str | None = None
+
+
+def _install(preset: str, cache: Path) -> Installed:
+    package, programs = AGENTS[preset]
+    folder = cache / package.replace("/", "+").replace("@", "_")
+    bin_dir = folder / "bin"
+    marker = folder / ".installed"
+    npm = shutil.which("npm")
+    if not marker.exists():
+        if npm is None:
+            return Installed(preset, package, None, "npm is not installed")
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            done = subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--prefix",
+                    str(folder),
+                    "--ignore-scripts",
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    package,
+                ],
+                capture_output=True,
+                timeout=INSTALL_TIMEOUT_SECONDS,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Installed(
+                preset, package, None, f"npm install did not finish in {INSTALL_TIMEOUT_SECONDS} s"
+            )
+        if done.returncode != 0:
+            return Installed(preset, package, None, f"npm install exited {done.returncode}")
+        marker.write_text(package, encoding="utf-8")
+    bin_dir.mkdir(exist_ok=True)
+    for name, relative in programs.items():
+        target = folder / relative
+        if not target.exists():
+            return Installed(preset, package, None, f"{relative} is missing after the install")
+        link = bin_dir / name
+        if not link.exists():
+            link.symlink_to(target)
+    return Installed(preset, package, bin_dir)
+
+
+_installed: dict[str, Installed] = {}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Installs every agent before any test runs (outside the per-test timeout)."""
+    cache = _cache()
+    for preset in AGENTS:
+        started = time.monotonic()
+        installed = _install(preset, cache)
+        _installed[preset] = installed
+        took = time.monotonic() - started
+        state = f"SKIPPED: {installed.skipped}" if installed.skipped else "ready"
+        INSTALLS.append((preset, f"{AGENTS[preset][0]}: {state} ({took:.1f} s)"))
+
+
+INSTALLS: list[tuple[str, str]] = []
+
+
+@pytest.fixture(scope="session")
+def installs() -> dict[str, Installed]:
+    """Every agent, installed (or the reason it could not be)."""
+    return _installed
+
+
+@pytest.fixture(scope="session")
+def stub_server() -> Iterator[Any]:
+    """The loopback model stub, in a thread of this process (its own port, 127.0.0.1)."""
+    stub = _load_stub()
+    server = stub.ThreadingHTTPServer(("127.0.0.1", 0), stub.Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+class Stub:
+    """The stub seen from one test: its base URL, the scenario, what it was asked."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}"
+
+    def script(self, **scenario: object) -> None:
+        request = Request(
+            f"{self.base}/__scenario",
+            data=json.dumps(scenario).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urlopen(request, timeout=5) as answer:
+            answer.read()
+
+    def log(self) -> list[dict[str, Any]]:
+        with urlopen(f"{self.base}/__log", timeout=5) as answer:
+            return json.loads(answer.read())
+
+
+@pytest.fixture
+def stub(stub_server: Any) -> Stub:
+    return Stub(stub_server.server_address[1])
+
+
+@dataclass(frozen=True)
+class AgentHome:
+    """One agent's throwaway home and workspace, and the environment that points it at the stub."""
+
+    preset: str
+    workspace: Path
+    env: dict[str, str]
+
+
+def agent_env(preset: str, home: Path, bin_dir: Path, stub: Stub) -> dict[str, str]:
+    """The whole environment of a run: PATH, a throwaway home, the stub, fake keys."""
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin",
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "LANG": "C.UTF-8",
+        "NO_COLOR": "1",
+        # Set on the machine that runs CI: the claude-acp preset must not pass it on.
+        "IS_SANDBOX": "1",
+        "PYTHONWARNDEFAULTENCODING": "1",
+    }
+    base = stub.base
+    if preset == "claude-acp":
+        env |= {"ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": FAKE_KEY}
+    elif preset == "codex-acp":
+        codex_home = home / ".codex"
+        codex_home.mkdir(parents=True, exist_ok=True)
+        (codex_home / "config.toml").write_text(
+            # A model codex knows, so it offers its apply_patch tool.
+            'model = "gpt-5.2-codex"\nmodel_provider = "stub"\n'
+            "[model_providers.stub]\n"
+            f'name = "stub"\nbase_url = "{base}/v1"\nenv_key = "OPENAI_API_KEY"\n'
+            'wire_api = "responses"\nrequest_max_retries = 0\nstream_max_retries = 0\n',
+            encoding="utf-8",
+        )
+        env |= {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": FAKE_KEY}
+    elif preset == "gemini":
+        settings = home / ".gemini"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "settings.json").write_text(
+            json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}), encoding="utf-8"
+        )
+        # A fixed model skips the router, whose classifier calls expect a JSON answer.
+        env |= {
+            "GEMINI_API_KEY": FAKE_KEY,
+            "GOOGLE_GEMINI_BASE_URL": base,
+            "GEMINI_MODEL": "gemini-2.5-flash",
+        }
+    elif preset == "qwen":
+        settings = home / ".qwen"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "settings.json").write_text(
+            json.dumps(
+                {"security": {"auth": {"selectedType": "openai"}}, "model": {"name": "stub-model"}}
+            ),
+            encoding="utf-8",
+        )
+        env |= {
+            "OPENAI_API_KEY": FAKE_KEY,
+            "OPENAI_BASE_URL": f"{base}/v1",
+            "OPENAI_MODEL": "stub-model",
+        }
+    elif preset == "opencode":
+        config = home / ".config" / "opencode"
+        config.mkdir(parents=True, exist_ok=True)
+        provider = {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "stub",
+            "options": {"baseURL": f"{base}/v1", "apiKey": "{env:OPENAI_API_KEY}"},
+            "models": {"stub-model": {"name": "stub"}},
+        }
+        (config / "opencode.json").write_text(
+            json.dumps(
+                {
+                    "provider": {"stub": provider},
+                    "model": "stub/stub-model",
+                    "small_model": "stub/stub-model",
+                    "autoupdate": False,
+                    "share": "disabled",
+                }
+            ),
+            encoding="utf-8",
+        )
+        env |= {"OPENAI_API_KEY": FAKE_KEY}
+    return env
+
+
+@pytest.fixture(params=list(AGENTS))
+def agent(
+    request: pytest.FixtureRequest, tmp_path: Path, installs: dict[str, Installed], stub: Stub
+) -> AgentHome:
+    """Each agent in turn: skipped (naming why) when not installed; else its home and env."""
+    preset: str = request.param
+    installed = installs[preset]
+    if installed.bin_dir is None:
+        pytest.skip(f"{preset} ({installed.package}) not installed: {installed.skipped}")
+    home = tmp_path / "home"
+    workspace = tmp_path / "workspace"
+    home.mkdir()
+    workspace.mkdir()
+    return AgentHome(preset, workspace.resolve(), agent_env(preset, home, installed.bin_dir, stub))
+
+
+FIGURES: list[tuple[str, str, str]] = []
+"""(agent, scenario, what was measured), printed at the end of the session."""
+
+
+@pytest.fixture
+def figure() -> Any:
+    """Records one figure for the end-of-session table (and prints it at once)."""
+
+    def record(preset: str, scenario: str, text: str) -> None:
+        FIGURES.append((preset, scenario, text))
+        print(f"realwork: {preset}: {scenario}: {text}")
+
+    return record
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Each agent's figures, and each skipped install with its reason."""
+    write = terminalreporter.write_line
+    if _installed or FIGURES:
+        write("")
+        write("realwork figures (agent | scenario | measured):")
+    for preset, text in INSTALLS:
+        write(f"  {preset} | install | {text}")
+    for preset, scenario, text in FIGURES:
+        write(f"  {preset} | {scenario} | {text}")
