@@ -118,6 +118,27 @@ async def test_writes_inside_the_workspace_when_allowed(make_config, tmp_path: P
     assert (tmp_path / "fresh.txt").read_text("utf-8") == "权限"
 
 
+async def test_a_file_the_child_may_create_reads_as_empty_text(make_config, tmp_path: Path) -> None:
+    """Read before write, as gemini-cli's write tool does: with writes allowed, a missing file
+    in an existing workspace directory is empty text; a missing directory, or a parent that
+    allows no writes, still answers -32002."""
+    ops = [
+        {"op": "read", "path": str(tmp_path / "new.txt")},
+        {"op": "read", "path": str(tmp_path / "no-such-dir" / "new.txt")},
+        {"op": "write", "path": str(tmp_path / "new.txt"), "content": "made"},
+    ]
+    config = make_config({"fs_ops": ops}, fs="read-write", permission="allow")
+    result = await run_request(config, SubagentRequest(prompt="go", allow_writes=True))
+    assert result == SubagentResult(
+        stop_reason="completed",
+        output="[read -> ok ][read -> -32002 Resource not found][write -> ok]",
+    )
+    assert (tmp_path / "new.txt").read_text("utf-8") == "made"
+    ops = [{"op": "read", "path": str(tmp_path / "other.txt")}]
+    result = await run_request(make_config({"fs_ops": ops}, fs="read-write", permission="allow"))
+    assert result.output == "[read -> -32002 Resource not found]"
+
+
 async def test_an_ask_parent_never_grants_a_write(make_config, tmp_path: Path) -> None:
     target = tmp_path / "out.txt"
     target.write_text("unchanged", "utf-8")

@@ -90,9 +90,19 @@ async def test_command_not_found_is_a_start_error(make_config, tmp_path, kind: s
     assert any(isinstance(cause, SpawnError) for cause in causes(error))
 
 
-@pytest.mark.parametrize(("code", "category"), [(-32000, "authentication"), (-32603, "transport")])
+@pytest.mark.parametrize(
+    ("code", "category"),
+    [
+        (-32000, "authentication"),
+        (401, "authentication"),
+        (403, "authentication"),
+        (-32603, "transport"),
+        (400, "transport"),
+    ],
+)
 async def test_rpc_error_on_prompt(make_config, run_once, caplog, code: int, category: str) -> None:
-    """-32000 (`auth_required`) names what to fix; any other JSON-RPC error is `transport`."""
+    """-32000 (`auth_required`) and the codes 401/403 gemini-cli answers with name what to fix
+    (only the number is read); any other JSON-RPC error is `transport`."""
     script = {
         "error": {
             "at": "prompt",

@@ -558,11 +558,22 @@ async def test_reject_answers_cancelled(make_config, run_once) -> None:
     assert result.output == "[permission cancelled]"
 
 
-async def test_allow_selects_the_first_allow_option(make_config, run_once) -> None:
+async def test_allow_selects_allow_once_even_after_an_allow_always(make_config, run_once) -> None:
+    """An `allow_always` offered first is passed over: the policy grants this request only."""
     options = [
         {"optionId": "no", "name": "No", "kind": "reject_once"},
         {"optionId": "always", "name": "Always", "kind": "allow_always"},
         {"optionId": "once", "name": "Once", "kind": "allow_once"},
+    ]
+    script = {"permission": {"tool_kind": "edit", "options": options}}
+    result, _ = await run_once(make_config(script, permission="allow"))
+    assert result.output == "[permission selected once]"
+
+
+async def test_allow_selects_allow_always_when_it_is_the_only_allow(make_config, run_once) -> None:
+    options = [
+        {"optionId": "no", "name": "No", "kind": "reject_once"},
+        {"optionId": "always", "name": "Always", "kind": "allow_always"},
     ]
     script = {"permission": {"tool_kind": "edit", "options": options}}
     result, _ = await run_once(make_config(script, permission="allow"))
