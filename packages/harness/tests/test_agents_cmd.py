@@ -175,3 +175,23 @@ async def test_a_preset_child_gets_only_the_credentials_it_names(tmp_path: Path)
     assert child["ANTHROPIC_API_KEY"] == "a-secret"
     assert "IS_SANDBOX" not in child
     assert child["CLAUDE_CODE_MAX_RETRIES"] == "2"
+
+
+@pytest.mark.anyio
+async def test_check_names_the_missing_credential_and_starts_the_found_agents(
+    tmp_path: Path,
+) -> None:
+    """gemini is found but lacks its key (not started); `harness` is started and, with no
+    DeepSeek key, answers `auth_required`: its safe diagnostic is shown and the exit is 1."""
+    bin_dir = tmp_path / "bin"
+    marker = tmp_path / "spawned"
+    _fake(bin_dir, "gemini", f'case "$1" in --version) echo 0.61.0;; *) touch {marker};; esac\n')
+    code, out, _ = await _run(["agents", "--check", "--json"], _base_env(tmp_path, bin_dir))
+    agents = {r["name"]: r for r in _records(out) if r["type"] == "agent"}
+    assert agents["gemini"]["check"] == "needs GEMINI_API_KEY"
+    assert not marker.exists()
+    assert agents["harness"]["check"] == (
+        "failed: Subagent failure (provider: harness; stage: new-session; category: authentication)"
+    )
+    assert agents["qwen"]["check"] is None  # not found: not started
+    assert code == 1
