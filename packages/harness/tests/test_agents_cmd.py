@@ -146,7 +146,8 @@ async def test_an_unknown_agent_names_the_agents(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_a_preset_child_gets_only_the_credentials_it_names(tmp_path: Path) -> None:
     """claude-agent-acp (here a fake that records its env, then serves the fake ACP child)
-    receives its own key, never the other credential-shaped names, and no `IS_SANDBOX`."""
+    receives its own key, never the other credential-shaped names, and no `IS_SANDBOX`; its
+    session is switched to the `default` mode, where every edit is asked."""
     bin_dir = tmp_path / "bin"
     dump = tmp_path / "env.txt"
     _fake(
@@ -161,7 +162,25 @@ async def test_a_preset_child_gets_only_the_credentials_it_names(tmp_path: Path)
         "MY_SERVICE_TOKEN": "t-secret",
         "DB_PASSWORD": "p-secret",
         "IS_SANDBOX": "1",
-        SCRIPT_ENV: json.dumps({"text": "fake answer"}),
+        SCRIPT_ENV: json.dumps(
+            {
+                "text": "fake answer",
+                "record_file": str(tmp_path / "frames.jsonl"),
+                # As claude-agent-acp: sessions start in `auto` unless a mode is selected.
+                "results": {
+                    "new_session": {
+                        "sessionId": "s1",
+                        "modes": {
+                            "currentModeId": "auto",
+                            "availableModes": [
+                                {"id": "default", "name": "Default"},
+                                {"id": "auto", "name": "Auto"},
+                            ],
+                        },
+                    }
+                },
+            }
+        ),
     }
     code, out, err = await _run(["delegate", "-a", "claude-acp", "--json", "say hi"], env)
     assert code == 0, err
@@ -175,6 +194,9 @@ async def test_a_preset_child_gets_only_the_credentials_it_names(tmp_path: Path)
     assert child["ANTHROPIC_API_KEY"] == "a-secret"
     assert "IS_SANDBOX" not in child
     assert child["CLAUDE_CODE_MAX_RETRIES"] == "2"
+    frames = [json.loads(line) for line in (tmp_path / "frames.jsonl").read_text().splitlines()]
+    modes = [f["params"] for f in frames if f.get("method") == "session/set_mode"]
+    assert modes == [{"sessionId": "s1", "modeId": "default"}]
 
 
 @pytest.mark.anyio
