@@ -285,20 +285,42 @@ def agent_env(preset: str, home: Path, bin_dir: Path, stub: Stub) -> dict[str, s
     return env
 
 
-@pytest.fixture(params=list(AGENTS))
-def agent(
-    request: pytest.FixtureRequest, tmp_path: Path, installs: dict[str, Installed], stub: Stub
-) -> AgentHome:
-    """Each agent in turn: skipped (naming why) when not installed; else its home and env."""
-    preset: str = request.param
+def _make_agent(
+    preset: str, tmp_path: Path, installs: dict[str, Installed], stub: Stub
+) -> Iterator[AgentHome]:
     installed = installs[preset]
     if installed.bin_dir is None:
         pytest.skip(f"{preset} ({installed.package}) not installed: {installed.skipped}")
+    # codex refuses to set up its sandbox helper (`codex-linux-sandbox`) under the temporary
+    # directory, so its home lives in the cache folder, removed after the test.
     home = tmp_path / "home"
+    if preset == "codex-acp":
+        home = _cache() / "homes" / tmp_path.name
+        shutil.rmtree(home, ignore_errors=True)
     workspace = tmp_path / "workspace"
-    home.mkdir()
+    home.mkdir(parents=True)
     workspace.mkdir()
-    return AgentHome(preset, workspace.resolve(), agent_env(preset, home, installed.bin_dir, stub))
+    try:
+        yield AgentHome(
+            preset, workspace.resolve(), agent_env(preset, home, installed.bin_dir, stub)
+        )
+    finally:
+        if preset == "codex-acp":
+            shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(params=list(AGENTS))
+def agent(
+    request: pytest.FixtureRequest, tmp_path: Path, installs: dict[str, Installed], stub: Stub
+) -> Iterator[AgentHome]:
+    """Each agent in turn: skipped (naming why) when not installed; else its home and env."""
+    yield from _make_agent(request.param, tmp_path, installs, stub)
+
+
+@pytest.fixture
+def codex_agent(tmp_path: Path, installs: dict[str, Installed], stub: Stub) -> Iterator[AgentHome]:
+    """codex-acp alone (its command sandbox)."""
+    yield from _make_agent("codex-acp", tmp_path, installs, stub)
 
 
 FIGURES: list[tuple[str, str, str]] = []

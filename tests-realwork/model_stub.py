@@ -13,7 +13,8 @@ The scenario (`POST /__scenario`, JSON) decides every answer until the next one:
 `{"text": str}` answers text; `"write": {"path", "content"}` first calls the agent's own
 file-write tool (picked by name from the tools the request offers) and answers `text` once
 the conversation holds a tool result; `"chunks": n, "delay": s` streams the text in n pieces
-`s` seconds apart (a cancel lands mid-stream); `"status": 401, "secret": str` refuses every
+`s` seconds apart (a cancel lands mid-stream); `"command": str` has codex run it
+(`exec_command`); `"status": 401, "secret": str` refuses every
 request with that status and a body holding the secret. `GET /__log` lists what was asked
 (wire, path, tool names offered, whether a tool result was present, the status answered).
 """
@@ -151,6 +152,9 @@ class Handler(BaseHTTPRequestHandler):
                     "tools": tools,
                     "tool_result": has_result,
                     "status": status,
+                    # Whether the request carries the scenario's `expect` text (a tool's output).
+                    "expected": bool(scenario.get("expect"))
+                    and str(scenario["expect"]) in raw.decode("utf-8", "replace"),
                 }
             )
             if scenario.get("debug"):
@@ -164,6 +168,9 @@ class Handler(BaseHTTPRequestHandler):
             name = next((n for n in WRITE_TOOLS if n in tools), None)
             if name is not None:
                 call = (name, _write_arguments(name, write["path"], write["content"]))
+        command = scenario.get("command")
+        if command and not has_result and "exec_command" in tools:
+            call = ("exec_command", {"cmd": command})
         stream = wire in ("responses",) or bool(body.get("stream")) or "stream" in path.lower()
         pieces = _pieces(str(scenario.get("text", "")), int(scenario.get("chunks") or 1))
         # Only the agent's turn (a request offering tools) is slow: side requests (titles,

@@ -10,6 +10,7 @@ is printed at the end of the session.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from typing import Any
@@ -180,3 +181,19 @@ async def test_a_401_holding_a_secret_is_an_error_that_shows_no_secret(
         "401 with a secret",
         f"error, category: {category}, {seconds:.1f} s, no secret in safe fields",
     )
+
+
+async def test_codex_runs_a_command_inside_its_bubblewrap_sandbox(
+    codex_agent: Any, stub: Any, figure: Any
+) -> None:
+    """codex-acp's commands run in bubblewrap (`.ci/run` installs it): the command's output
+    reaches the model. Without bubblewrap, or with its home under the temporary directory
+    (where codex will not set up its `codex-linux-sandbox` helper), the command fails."""
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap (bwrap) is not installed")
+    stub.script(text="Ran it.", command="printf sandboxed-%s ok", expect="sandboxed-ok")
+    records, err, seconds = await _delegate(codex_agent, "--permission", "reject")
+    result = records[-1]
+    assert result["stop_reason"] == "completed", (result, err[-1500:])
+    assert any(entry["tool_result"] and entry["expected"] for entry in stub.log()), stub.log()
+    figure("codex-acp", "command in its sandbox", f"ran, output seen by the model, {seconds:.1f} s")
