@@ -125,7 +125,8 @@ PRESETS: Final[tuple[Preset, ...]] = (
         # commands itself and the permission policy here is never asked.
         mode="default",
         env=_QUIET_CLAUDE,
-        # Set, it makes the bundled CLI take the host for a sandbox and change how it runs.
+        # Set (as on many CI hosts), it tells the bundled CLI it runs in a sandbox, where as
+        # root it lets permission checks be skipped; earlier releases failed session/new.
         unset=("IS_SANDBOX",),
         credentials=_CLAUDE_CREDENTIALS,
         install="npm install -g @agentclientprotocol/claude-agent-acp@0.101.0",
