@@ -20,17 +20,25 @@ def _gate(setting: object, *, reject_with_option: bool = True, protocol: str = "
     return gate, events
 
 
-async def test_allow_picks_the_first_allow_kind_offered() -> None:
+async def test_allow_prefers_a_one_time_allow_over_an_always_offered_first() -> None:
     gate, events = _gate("allow")
     assert (
         await gate.decide(
             "edit", ("reject_once", "allow_always", "allow_once"), title=None, raw_input=None
         )
+        == "allow_once"
+    )
+    assert gate.line == "Claude permission (policy: allow; tool kind: edit; decision: allow_once)"
+    assert gate.refused is None
+    assert events == [PermissionEvent(tool_kind="edit", policy="allow", decision="allow_once")]
+
+
+async def test_allow_takes_allow_always_when_it_is_the_only_allow_offered() -> None:
+    gate, _ = _gate("allow")
+    assert (
+        await gate.decide("edit", ("reject_once", "allow_always"), title=None, raw_input=None)
         == "allow_always"
     )
-    assert gate.line == "Claude permission (policy: allow; tool kind: edit; decision: allow_always)"
-    assert gate.refused is None
-    assert events == [PermissionEvent(tool_kind="edit", policy="allow", decision="allow_always")]
 
 
 async def test_reject_answers_with_a_reject_option_or_cancelled() -> None:

@@ -53,18 +53,10 @@ class Permissions:
         title: str | None,
         raw_input: object,
     ) -> Option | None:
-        """Chooses an option (or `None`: `cancelled`) and records the fact.
-
-        A one-time allow is put before an `allow_always` the child offered first, so a fixed
-        `allow` grants this request only: an agent may turn `allow_always` into a session mode
-        the policy is then never asked about again (gemini-cli switches to a privileged
-        approval mode, and refuses the tool call outright in a folder it does not trust).
-        """
-        offered = sorted(
-            (option_kind for _, option_kind in options),
-            key=lambda option_kind: option_kind != "allow_once",
+        """Chooses an option (or `None`: `cancelled`) and records the fact."""
+        picked = await self._gate.decide(
+            kind, [option_kind for _, option_kind in options], title=title, raw_input=raw_input
         )
-        picked = await self._gate.decide(kind, offered, title=title, raw_input=raw_input)
         if picked is None:
             return None
         return next(option for option in options if option[1] == picked)

@@ -4,7 +4,8 @@ A child asks before it acts (ACP `session/request_permission`, Claude's `can_use
 approval requests). Every provider maps its request onto a `PermissionAsk` and answers through a
 `PermissionGate`, so the three protocols share one policy language and one safe record:
 
-- `"allow"` / `"reject"`: a fixed answer for every request;
+- `"allow"` / `"reject"`: a fixed answer for every request (`allow` answers `allow_once` when
+  offered, else `allow_always`; `reject` the first reject-shaped kind, or `cancelled`);
 - a per-kind policy, `{"read": "allow", "search": "allow", "*": "reject"}`: a fixed answer per
   tool kind, `"*"` for every kind not named (a missing `"*"` means reject);
 - a `PermissionCallback`: the host decides each request itself.
@@ -176,7 +177,11 @@ class PermissionGate:
         self, fixed: KindPolicy, offered: tuple[OptionKind, ...]
     ) -> OptionKind | None:
         if fixed == "allow":
-            return _first_of(offered, ALLOW_KINDS)
+            # A one-time allow before an `allow_always` offered first: a fixed `allow` grants
+            # this request only. An agent may turn `allow_always` into a session mode the policy
+            # is never asked about again (gemini-cli switches to a privileged approval mode, and
+            # refuses the call outright in a folder it does not trust).
+            return _first_of(offered, ("allow_once",)) or _first_of(offered, ALLOW_KINDS)
         return _first_of(offered, REJECT_KINDS) if self._reject_with_option else None
 
     async def _ask(
