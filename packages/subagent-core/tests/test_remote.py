@@ -129,7 +129,7 @@ def test_unsafe_values_are_refused_without_echoing_them(
 def test_remote_env_names_must_be_shell_identifiers() -> None:
     with pytest.raises(ValueError, match=r"^env names must be shell identifiers"):
         ChildCommand(command="agent", env={"-u": "x"}, remote=REMOTE)
-    with pytest.raises(ValueError, match=r"^remote must be an SSHRemote"):
+    with pytest.raises(ValueError, match=r"^remote must be a Placement"):
         ChildCommand(command="agent", remote="me@build1")  # pyright: ignore[reportArgumentType]
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, cast
 
-from subagent_core import PermissionSetting, SSHRemote
+from subagent_core import PermissionSetting, Placement
 from subagent_core.kit import (
     DEFAULT_IDLE_TIMEOUT_SECONDS,
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -144,9 +144,10 @@ class ACPConfig:
     prewarm: int = 0
     """Children kept spawned and past `initialize` (0 to `MAX_PREWARM`), each used for exactly
     one run and replaced in the background; `ACPProvider.aclose()` ends them."""
-    remote: SSHRemote | None = None
-    """Run each child on another host through `ssh`, under the remote containment guard;
-    `command`, `env` and the workspace path then apply there (`fs`/`terminal` act on this host)."""
+    remote: Placement | None = None
+    """Where each child runs (`None`: this host): a `Placement` such as `SSHRemote` (another host
+    through `ssh`) or `subagent_ray.RayPlacement`, under its containment guard; `command`, `env`
+    and the workspace path then apply there (`fs`/`terminal` act on this host)."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__

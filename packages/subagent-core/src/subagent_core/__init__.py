@@ -40,6 +40,8 @@ from ._permission import OptionKind as OptionKind
 from ._permission import PermissionAsk as PermissionAsk
 from ._permission import PermissionCallback as PermissionCallback
 from ._permission import PermissionSetting as PermissionSetting
+from ._placement import LocalPlacement as LocalPlacement
+from ._placement import Placement as Placement
 from ._presentation import JobOutcome as JobOutcome
 from ._presentation import ToolText as ToolText
 from ._presentation import foreground_text as foreground_text
@@ -67,6 +69,7 @@ __all__ = [
     "EventsDropped",
     "JobOutcome",
     "KindPolicy",
+    "LocalPlacement",
     "MCPHTTPServerSpec",
     "MCPSSEServerSpec",
     "MCPServerSpec",
@@ -79,6 +82,7 @@ __all__ = [
     "PermissionEvent",
     "PermissionPolicy",
     "PermissionSetting",
+    "Placement",
     "PlanEntry",
     "PlanEntryPriority",
     "PlanEntryStatus",

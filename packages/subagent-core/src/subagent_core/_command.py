@@ -17,7 +17,8 @@ from types import MappingProxyType
 from typing import cast
 
 from ._environment import child_env
-from ._remote import SSHRemote, check_remote_env
+from ._placement import Placement
+from ._remote import SSHRemote
 
 
 def _no_env() -> Mapping[str, str | None]:
@@ -44,9 +45,10 @@ class ChildCommand:
     cwd: Path | None = None
     """The child's working directory, made absolute at construction; `None` inherits the
     parent's. Whether it exists is checked when the child is spawned."""
-    remote: SSHRemote | None = None
-    """Run the command on this host through `ssh` under the remote guard (`SSHRemote`); then
-    `env` and `cwd` apply on the remote host and env names must be shell identifiers."""
+    remote: Placement | None = None
+    """Where the command runs (`None`: this host). A placement such as `SSHRemote` opens it
+    elsewhere under a guard; then `env` and `cwd` apply where it runs, and env names must be
+    ones the placement can carry (`Placement.check_env`; shell identifiers for ssh)."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -55,9 +57,9 @@ class ChildCommand:
         set_(self, "env", MappingProxyType(_check_env(cast(object, self.env))))
         set_(self, "cwd", _check_cwd(cast(object, self.cwd)))
         if self.remote is not None:
-            if not isinstance(cast(object, self.remote), SSHRemote):
-                raise ValueError("remote must be an SSHRemote or None")
-            check_remote_env(self.env)
+            if not isinstance(cast(object, self.remote), Placement):
+                raise ValueError("remote must be a Placement (such as an SSHRemote) or None")
+            self.remote.check_env(self.env)
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -72,10 +74,13 @@ class ChildCommand:
         """What this host spawns: the command itself, or the `ssh` client running it remotely.
 
         The ssh client gets the scrubbed local environment (no explicit `env`: that travels
-        in the remote command line) and this process's cwd.
+        in the remote command line) and this process's cwd. Other placements have no local
+        command (`ValueError`): open them with `open_managed_process`.
         """
         if self.remote is None:
             return self
+        if not isinstance(self.remote, SSHRemote):
+            raise ValueError("remote has no local command; open it with open_managed_process")
         argv = self.remote.ssh_argv(self.argv, env=self.env, cwd=self.cwd)
         return ChildCommand(command=argv[0], args=argv[1:])
 
@@ -83,7 +88,7 @@ class ChildCommand:
         """The EOF grace to use locally: `seconds`, raised for a remote command so that the
         remote guard's ladder ends before `ssh` is signalled (`SSHRemote.local_eof_grace_seconds`).
         """
-        if self.remote is None:
+        if not isinstance(self.remote, SSHRemote):
             return seconds
         return max(seconds, self.remote.local_eof_grace_seconds)
 

@@ -40,7 +40,7 @@ from typing import IO, Literal, Protocol
 import anyio
 import anyio.abc
 
-from ._command import ChildCommand
+from ._channel import ChildChannel
 from ._process_tree import (
     ProcessTree,
     leader_pgid,
@@ -319,36 +319,21 @@ _STDIO = {"pipe": subprocess.PIPE, "devnull": subprocess.DEVNULL, "inherit": Non
 
 
 @asynccontextmanager
-async def open_managed_process(
-    argv: Sequence[str] | ChildCommand,
+async def open_local(
+    argv: Sequence[str],
     *,
-    cwd: Path | str | None = None,
-    env: Mapping[str, str] | None = None,
-    stdin: StdinMode = "pipe",
-    stdout: StdoutMode = "pipe",
-    stderr: StderrMode | int | IO[bytes] = "inherit",
-    eof_grace_seconds: float = DEFAULT_EOF_GRACE_SECONDS,
-    term_grace_seconds: float = DEFAULT_TERM_GRACE_SECONDS,
-    kill_grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS,
+    cwd: Path | str | None,
+    env: Mapping[str, str] | None,
+    stdin: StdinMode,
+    stdout: StdoutMode,
+    stderr: StderrMode | int | IO[bytes],
+    eof_grace_seconds: float,
+    term_grace_seconds: float,
+    kill_grace_seconds: float,
+    eof_floor_seconds: float = 0.0,
 ) -> AsyncGenerator[ManagedProcess]:
-    """Starts a child in its own session and owns it until the whole tree is gone.
-
-    `argv` is an argv list or a `ChildCommand` (its env is laid over the scrubbed inherited
-    environment and its cwd is used; explicit `env=`/`cwd=` arguments win). Leaving the block
-    runs the ladder with the given graces (shielded; a no-op when `terminate` already
-    confirmed the tree gone) and closes the pipes. A cancel that lands while the child is
-    being started still ends its whole tree before it propagates.
-
-    Raises:
-        SpawnError: missing program, not executable, or bad cwd; raised before anything runs.
-    """
-    eof_floor = 0.0
-    if isinstance(argv, ChildCommand):
-        eof_floor = argv.local_eof_grace(0.0)
-        argv = argv.local_command()  # a remote command: the local ssh client, guarded here
-        cwd = argv.cwd if cwd is None else cwd
-        env = argv.environment() if env is None else env
-        argv = argv.argv
+    """`open_managed_process` of an argv on this host; `eof_floor_seconds` raises every
+    ladder's EOF grace (a local ssh client waits for its remote guard)."""
     cwd_path = cwd if cwd is None or isinstance(cwd, Path) else Path(cwd)
     if not argv:
         raise SpawnError("not-found")
@@ -361,11 +346,34 @@ async def open_managed_process(
         stderr_arg = _STDIO[stderr] if isinstance(stderr, str) else stderr
         process, job = await _spawn_direct(argv, cwd_path, env, stdin, stdout, stderr_arg)
         tree = ProcessTree(process.pid, leader_pgid(process.pid), job)
-    # No await between the spawn and the try: a cancel in that gap would leak the process.
-    managed = ManagedProcess(process, tree, eof_floor_seconds=eof_floor)
-    try:
+    # No await between the spawn and the block: a cancel in that gap would leak the process.
+    async with own_process(
+        process,
+        tree,
+        eof_floor_seconds=eof_floor_seconds,
+        eof_grace_seconds=eof_grace_seconds,
+        term_grace_seconds=term_grace_seconds,
+        kill_grace_seconds=kill_grace_seconds,
+    ) as managed:
         for listener in spawn_listeners:
             listener(process.pid)
+        yield managed
+
+
+@asynccontextmanager
+async def own_process(
+    process: anyio.abc.Process,
+    tree: ProcessTree | None,
+    *,
+    eof_floor_seconds: float,
+    eof_grace_seconds: float,
+    term_grace_seconds: float,
+    kill_grace_seconds: float,
+) -> AsyncGenerator[ManagedProcess]:
+    """Owns a started process (local, guarded, or a placement's channel) until its tree is
+    gone: the ladder on the way out (shielded, bounded), then our ends are released."""
+    managed = ManagedProcess(process, tree, eof_floor_seconds=eof_floor_seconds)
+    try:
         yield managed
     finally:
         guarded = _guarded_of(process)
@@ -449,7 +457,7 @@ if sys.platform == "win32":
         return False
 
     def _guarded_of(process: anyio.abc.Process) -> _Guarded | None:
-        return None
+        return process if isinstance(process, ChildChannel) else None
 
     async def _spawn_guarded(
         argv: Sequence[str],
@@ -468,7 +476,9 @@ else:
         return _containment.available()
 
     def _guarded_of(process: anyio.abc.Process) -> _Guarded | None:
-        return process if isinstance(process, _containment.GuardedProcess) else None
+        if isinstance(process, _containment.GuardedProcess | ChildChannel):
+            return process
+        return None
 
     async def _spawn_guarded(
         argv: Sequence[str],

@@ -26,9 +26,14 @@ import re
 import shlex
 import zlib
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
+
+from ._environment import child_env
+from ._placement import PlacementStderr, PlacementStdin, PlacementStdout
+from ._process import ManagedProcess, open_local
 
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -145,6 +150,42 @@ class SSHRemote:
             ):
                 raise _fail(key, "must be a finite number of seconds, 0 or more")
             set_(self, key, float(seconds))
+
+    def check_env(self, env: Mapping[str, str | None]) -> None:
+        """Refuses env names the remote `env` could misread (they must be shell identifiers)."""
+        check_remote_env(env)
+
+    def open(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str | None],
+        cwd: Path | None,
+        stdin: PlacementStdin,
+        stdout: PlacementStdout,
+        stderr: PlacementStderr,
+        eof_grace_seconds: float,
+        term_grace_seconds: float,
+        kill_grace_seconds: float,
+    ) -> AbstractAsyncContextManager[ManagedProcess]:
+        """The local `ssh` client running `argv` under the remote guard, as a managed process.
+
+        The client gets the scrubbed local environment (`env` travels in the remote command
+        line, `cwd` is the remote directory) and this process's cwd; every ladder waits at least
+        `local_eof_grace_seconds` after EOF, so the remote guard's ladder ends first.
+        """
+        return open_local(
+            self.ssh_argv(argv, env=env, cwd=cwd),
+            cwd=None,
+            env=child_env({}),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            eof_floor_seconds=self.local_eof_grace_seconds,
+            eof_grace_seconds=eof_grace_seconds,
+            term_grace_seconds=term_grace_seconds,
+            kill_grace_seconds=kill_grace_seconds,
+        )
 
     def ssh_argv(
         self,

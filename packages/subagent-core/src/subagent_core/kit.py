@@ -6,6 +6,7 @@ home:
 
 - framing and stdio: `LineReader`, `FrameTooLargeError`, `open_stdio_streams`, `drain_ended`;
 - processes and containment: `open_managed_process`, `ManagedProcess`, `ProcessOutcome`,
+  `ChildChannel` and `open_channel_process` (for placements that reach a guard their own way),
   `SpawnError`, `ChildCommand`;
 - tasks and closing: `OwnedTask`, `AsyncClosing`, `ClosableProvider`;
 - safe text: `failure_line`, `permission_line`, `bound_diagnostic`, `safe_tool_kind`,
@@ -19,6 +20,7 @@ home:
 from ._bounded_text import DEFAULT_MAX_OUTPUT_BYTES as DEFAULT_MAX_OUTPUT_BYTES
 from ._bounded_text import OUTPUT_TRUNCATION_MARKER as OUTPUT_TRUNCATION_MARKER
 from ._bounded_text import BoundedText as BoundedText
+from ._channel import ChildChannel as ChildChannel
 from ._closing import AsyncClosing as AsyncClosing
 from ._command import ChildCommand as ChildCommand
 from ._deadlines import DEFAULT_IDLE_TIMEOUT_SECONDS as DEFAULT_IDLE_TIMEOUT_SECONDS
@@ -46,6 +48,7 @@ from ._events import tool_kind as tool_kind
 from ._framing import DEFAULT_MAX_FRAME_BYTES as DEFAULT_MAX_FRAME_BYTES
 from ._framing import FrameTooLargeError as FrameTooLargeError
 from ._framing import LineReader as LineReader
+from ._open import open_managed_process as open_managed_process
 from ._owned_task import OwnedTask as OwnedTask
 from ._permission import ALLOW_KINDS as ALLOW_KINDS
 from ._permission import OPTION_KINDS as OPTION_KINDS
@@ -55,10 +58,10 @@ from ._permission import PermissionGate as PermissionGate
 from ._permission import check_permission as check_permission
 from ._permission import fixed_policy as fixed_policy
 from ._pipe_reader import drain_ended as drain_ended
+from ._placement import open_channel_process as open_channel_process
 from ._process import ManagedProcess as ManagedProcess
 from ._process import ProcessOutcome as ProcessOutcome
 from ._process import SpawnError as SpawnError
-from ._process import open_managed_process as open_managed_process
 from ._run import ClosableProvider as ClosableProvider
 from ._run import new_run_id as new_run_id
 from ._stdio import open_stdio_streams as open_stdio_streams
@@ -80,6 +83,7 @@ __all__ = [
     "REJECT_KINDS",
     "AsyncClosing",
     "BoundedText",
+    "ChildChannel",
     "ChildCommand",
     "ChildKind",
     "ClosableProvider",
@@ -104,6 +108,7 @@ __all__ = [
     "failure_line",
     "fixed_policy",
     "new_run_id",
+    "open_channel_process",
     "open_managed_process",
     "open_stdio_streams",
     "parse_structured_output",

@@ -28,6 +28,7 @@ import anyio.abc
 import anyio.lowlevel
 from subagent_core.kit import (
     DEFAULT_MAX_FRAME_BYTES,
+    ChildCommand,
     FrameTooLargeError,
     IdleDeadline,
     LineReader,
@@ -108,8 +109,11 @@ class SDKClient:
         eof_grace_seconds: float = 0.5,
         term_grace_seconds: float = 0.5,
         kill_grace_seconds: float = 3.0,
+        placed: ChildCommand | None = None,
     ) -> None:
         self._argv = [command, *args]
+        # A command with a placement (`remote`) is opened by it, with its own env and cwd.
+        self._placed = placed
         self._cwd = None if cwd is None else os.fspath(cwd)
         self._env = None if env is None else dict(env)
         self._max_frame_bytes = max_frame_bytes
@@ -265,9 +269,9 @@ class SDKClient:
     async def _supervise(self) -> None:
         try:
             async with open_managed_process(
-                self._argv,
-                cwd=self._cwd,
-                env=self._env,
+                self._argv if self._placed is None else self._placed,
+                cwd=self._cwd if self._placed is None else None,
+                env=self._env if self._placed is None else None,
                 stdin="pipe",
                 stdout="pipe",
                 stderr="pipe",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, cast
 
-from subagent_core import SSHRemote
+from subagent_core import Placement
 from subagent_core.kit import (
     DEFAULT_IDLE_TIMEOUT_SECONDS,
     DEFAULT_MAX_FRAME_BYTES,
@@ -103,9 +103,10 @@ class SDKConfig:
     wire has no cancel method: `dispose()` shuts the runtime down). `None` disables it."""
     prewarm: int = 0
     """Runtimes kept spawned and past `initialize`, each used for one run (0: none)."""
-    remote: SSHRemote | None = None
-    """Run each runtime on another host through `ssh`, under the remote containment guard;
-    `command`, `env` and the workspace path then apply there."""
+    remote: Placement | None = None
+    """Where each runtime runs (`None`: this host): a `Placement` such as `SSHRemote` or
+    `subagent_ray.RayPlacement`, under its containment guard; `command`, `env` and the
+    workspace path then apply there."""
 
     def __post_init__(self) -> None:
         # Values may come from a config file, so every check works on `object`.

@@ -109,9 +109,8 @@ class SDKProvider(AsyncClosing):
 
     def _client(self, cwd: Path) -> SDKClient:
         config = self._config
-        # With `remote`, the local ssh client (no cwd of its own) runs the runtime in `cwd`.
-        remote_aware = replace(config.child_command, cwd=cwd)
-        command = remote_aware.local_command()
+        # With `remote`, the placement opens the runtime in `cwd` where it runs.
+        command = replace(config.child_command, cwd=cwd)
         return SDKClient(
             command.command,
             command.args,
@@ -120,9 +119,10 @@ class SDKProvider(AsyncClosing):
             max_frame_bytes=config.max_frame_bytes,
             write_timeout_seconds=config.write_timeout_seconds,
             shutdown_timeout_seconds=config.shutdown_timeout_seconds,
-            eof_grace_seconds=remote_aware.local_eof_grace(config.dispose_eof_grace_seconds),
+            eof_grace_seconds=config.dispose_eof_grace_seconds,
             term_grace_seconds=config.dispose_grace_seconds,
             kill_grace_seconds=config.dispose_kill_grace_seconds,
+            placed=command if command.remote is not None else None,
         )
 
     async def _start_client(self, client: SDKClient, cwd: Path) -> None:
