@@ -12,7 +12,7 @@ import nox
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
-nox.options.sessions = ["lint", "types", "tests", "e2e", "packages", "realwork"]
+nox.options.sessions = ["lint", "types", "tests", "e2e", "ray", "packages", "realwork"]
 
 PACKAGES = {
     "subagent-core": "subagent-core",
@@ -66,6 +66,25 @@ def realwork(session: nox.Session) -> None:
     """
     _sync(session, "--all-packages", "--no-default-groups", "--group", "dev")
     session.run("pytest", "tests-realwork", "-rs", *session.posargs, env=TEST_ENV)
+
+
+@nox.session
+def ray(session: nox.Session) -> None:
+    """subagent-ray's tests on a real local 3-node Ray cluster (serial; its own session because
+    the cluster costs ~1.5 GB and tens of seconds to start, so it is not in `tests`)."""
+    _sync(
+        session,
+        "--package",
+        "subagent-ray",
+        "--package",
+        "subagent-acp",
+        "--no-default-groups",
+        "--group",
+        "dev",
+    )
+    # Under uv, Ray would otherwise package the checkout and start each worker through uv.
+    env = {**TEST_ENV, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+    session.run("pytest", "packages/subagent-ray/tests", *session.posargs, env=env)
 
 
 @nox.session
