@@ -133,6 +133,7 @@ DRIVER = textwrap.dedent(
     import json, sys, anyio
     from subagent_acp import ACPConfig, ACPProvider
     from subagent_core import SubagentRegistry, SubagentRequest
+    from subagent_ray import RayPlacement
 
     async def main():
         fields = json.loads(sys.argv[1])

@@ -78,7 +78,11 @@ class _RelayReceive(anyio.abc.ByteReceiveStream):
                 raise anyio.EndOfStream
             try:
                 while not self._asked_all and len(self._pending) < READ_AHEAD:
-                    self._pending.append(host.submit("read", self._channel.child_id, self._stream))
+                    number = self._next
+                    self._next += 1
+                    self._pending.append(
+                        host.submit("read", self._channel.child_id, self._stream, number)
+                    )
                 chunk: bytes = await host.answer(self._pending[0])
             except HostLostError:
                 self._channel.lost = True

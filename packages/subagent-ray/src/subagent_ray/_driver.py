@@ -270,7 +270,8 @@ async def host_for(
             lease_seconds=lease_seconds,
             start_timeout_seconds=start_timeout_seconds,
         ),
-        abandon_on_cancel=False,
+        # A connect that outlives the start's bound is left to finish in its thread.
+        abandon_on_cancel=True,
     )
 
 
