@@ -22,7 +22,8 @@ from contextlib import AsyncExitStack
 
 import anyio
 import psutil
-from subagent_core import ChildCommand, Placement, open_managed_process
+from subagent_core import Placement
+from subagent_core.kit import ChildCommand, open_managed_process
 from subagent_ray import RayPlacement
 from subagent_ray.testing import host_workers, local_cluster
 

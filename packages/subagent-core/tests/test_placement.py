@@ -10,15 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
-from subagent_core import (
-    ChildCommand,
-    LocalPlacement,
-    ManagedProcess,
-    Placement,
-    ProcessOutcome,
-    SSHRemote,
-    open_managed_process,
-)
+from subagent_core import LocalPlacement, Placement, SSHRemote
+from subagent_core.kit import ChildCommand, ManagedProcess, ProcessOutcome, open_managed_process
 
 
 class Recording:
