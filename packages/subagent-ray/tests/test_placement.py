@@ -77,7 +77,7 @@ def test_a_missing_ray_is_an_import_error_naming_the_extra() -> None:
             print(error)
         """
     )
-    assert "subagent-harness[ray]" in done.stdout, done.stderr
+    assert "pip install 'subagent-ray'" in done.stdout, done.stderr
     assert "needs the `ray` package" in done.stdout
 
 

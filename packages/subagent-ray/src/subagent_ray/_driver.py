@@ -24,9 +24,8 @@ import anyio
 import anyio.to_thread
 
 _INSTALL_HINT = (
-    "subagent-ray needs the `ray` package: install subagent-ray with its dependencies "
-    "(pip install 'subagent-ray'), or the harness with its `ray` extra "
-    "(pip install 'subagent-harness[ray]')"
+    "subagent-ray needs the `ray` package (2.60): install subagent-ray with its "
+    "dependencies (pip install 'subagent-ray'), which pulls in ray==2.60.*"
 )
 RENEW_SECONDS = 2.0
 """How often the driver renews each host's lease."""
