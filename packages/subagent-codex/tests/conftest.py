@@ -122,3 +122,25 @@ async def _run_once(
                 result = await run.result()
             disposed = await run.dispose()
     return result, disposed, events
+
+
+@pytest.fixture
+def fake_config(workspace: Path) -> MakeConfig:
+    """A CodexConfig running the stdlib fake app-server with `scenario`."""
+    from subagent_codex.testing import fake_app_server_argv, scenario_env
+
+    def build(scenario: Mapping[str, Any] | None = None, **overrides: Any) -> CodexConfig:
+        argv = fake_app_server_argv()
+        env: dict[str, str | None] = dict(scenario_env(scenario or {}))
+        env.update(overrides.pop("env", {}))
+        fields: dict[str, Any] = {
+            "command": argv[0],
+            "args": argv[1:],
+            "cwd": workspace,
+            "env": env,
+            **GRACES,
+        }
+        fields.update(overrides)
+        return CodexConfig(**fields)
+
+    return build

@@ -79,7 +79,8 @@ class Connection:
         on_frame: Callable[[], None],
     ) -> None:
         self._stdin = stdin
-        self._lines = LineReader(stdout, max_frame_bytes=max_frame_bytes)
+        self._stdout = _EndMark(stdout)
+        self._lines = LineReader(self._stdout, max_frame_bytes=max_frame_bytes)
         self._write_timeout = write_timeout_seconds
         self._on_notification = on_notification
         self._on_request = on_request
@@ -114,6 +115,10 @@ class Connection:
                     continue
                 frame = _parse(line)
                 if frame is None:
+                    if self._stdout.ended:
+                        # A frame cut off by the child's death, not a line it meant.
+                        self._end("eof")
+                        return
                     _log.info("codex child wrote a line that is not a JSON-RPC object")
                     self._end("garbage")
                     return
@@ -232,6 +237,25 @@ class Connection:
             except (TimeoutError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 self._end("write-error")
                 raise ConnectionLostError from None
+
+
+class _EndMark(anyio.abc.ByteReceiveStream):
+    """Passes bytes through and remembers that the stream ended, so a last line without its
+    newline (a frame cut off by the child's death) can be told from a garbage line."""
+
+    def __init__(self, stream: anyio.abc.ByteReceiveStream) -> None:
+        self._stream = stream
+        self.ended = False
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        try:
+            return await self._stream.receive(max_bytes)
+        except anyio.EndOfStream:
+            self.ended = True
+            raise
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
 
 
 def _is_id(value: object) -> bool:

@@ -12,6 +12,11 @@ This package imports only the standard library.
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Mapping
+
+from ._fake_app_server import SCENARIO_ENV as SCENARIO_ENV
 from ._responses_stub import STUB_KEY_ENV as STUB_KEY_ENV
 from ._responses_stub import STUB_MODEL as STUB_MODEL
 from ._responses_stub import ResponsesStub as ResponsesStub
@@ -19,9 +24,23 @@ from ._responses_stub import open_responses_stub as open_responses_stub
 from ._responses_stub import stub_provider_overrides as stub_provider_overrides
 
 __all__ = [
+    "SCENARIO_ENV",
     "STUB_KEY_ENV",
     "STUB_MODEL",
     "ResponsesStub",
+    "fake_app_server_argv",
     "open_responses_stub",
+    "scenario_env",
     "stub_provider_overrides",
 ]
+
+
+def fake_app_server_argv() -> list[str]:
+    """argv that starts the fake app-server with this interpreter (`CodexConfig.command`
+    and `.args`; the provider appends `app-server --listen stdio://`, which it ignores)."""
+    return [sys.executable, "-m", "subagent_codex.testing"]
+
+
+def scenario_env(scenario: Mapping[str, object]) -> dict[str, str]:
+    """The environment entry that hands `scenario` to the fake (for `CodexConfig.env`)."""
+    return {SCENARIO_ENV: json.dumps(dict(scenario))}
