@@ -145,7 +145,12 @@ class FakeAppServer:
         }
 
     def approval_params(self, kind: str) -> tuple[str, dict[str, Any]]:
-        base = {"threadId": THREAD_ID, "turnId": TURN_ID, "itemId": "call_1"}
+        base = {
+            "threadId": THREAD_ID,
+            "turnId": TURN_ID,
+            "itemId": "call_1",
+            "startedAtMs": _now_ms(),
+        }
         if kind == "fileChange":
             return "item/fileChange/requestApproval", {**base, "reason": "writes a file"}
         if kind == "permissions":
@@ -155,7 +160,6 @@ class FakeAppServer:
                 "cwd": os.getcwd(),
                 "permissions": permissions,
                 "reason": "needs the network",
-                "startedAtMs": _now_ms(),
             }
         return "item/commandExecution/requestApproval", {
             **base,
