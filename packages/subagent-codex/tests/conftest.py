@@ -38,10 +38,20 @@ def codex_binary() -> str:
 
 @pytest.fixture
 def codex_home(tmp_path: Path) -> Path:
-    """A throwaway CODEX_HOME, outside /tmp's helper-alias refusal does not matter."""
+    """A throwaway CODEX_HOME for the real binary."""
     home = tmp_path / "codex-home"
     home.mkdir()
     return home
+
+
+@pytest.fixture
+def child_tmpdir(tmp_path: Path) -> Path:
+    """The child's TMPDIR: codex refuses to install its sandbox helper (`codex-linux-sandbox`)
+    into a CODEX_HOME under the temporary directory, and its sandboxed commands then fail; a
+    TMPDIR beside the throwaway home keeps the real sandbox working."""
+    path = tmp_path / "tmpdir"
+    path.mkdir()
+    return path
 
 
 @pytest.fixture
@@ -55,11 +65,17 @@ MakeConfig = Callable[..., CodexConfig]
 
 
 @pytest.fixture
-def stub_config(codex_binary: str, codex_home: Path, workspace: Path) -> MakeConfig:
+def stub_config(
+    codex_binary: str, codex_home: Path, child_tmpdir: Path, workspace: Path
+) -> MakeConfig:
     """A CodexConfig running the real binary against `stub`; keywords override fields."""
 
     def build(stub: ResponsesStub, *, retries: int | None = None, **overrides: Any) -> CodexConfig:
-        env: dict[str, str | None] = {"CODEX_HOME": str(codex_home), STUB_KEY_ENV: STUB_SECRET}
+        env: dict[str, str | None] = {
+            "CODEX_HOME": str(codex_home),
+            "TMPDIR": str(child_tmpdir),
+            STUB_KEY_ENV: STUB_SECRET,
+        }
         env.update(overrides.pop("env", {}))
         fields: dict[str, Any] = {
             "command": codex_binary,

@@ -42,7 +42,7 @@ async def test_a_turn_maps_to_events_output_and_usage(fake_config, run_once) -> 
     }
     result, disposed, events = await run_once(fake_config(scenario))
     assert (result.stop_reason, result.output, result.diagnostic) == ("completed", "hello", None)
-    assert result.usage == Usage(input_tokens=20, output_tokens=9)
+    assert result.usage == Usage(input_tokens=20, output_tokens=9, cached_input_tokens=5)
     assert disposed is None
     assert [e.text for e in events if isinstance(e, MessageChunk)] == ["hel", "lo"]
     assert [e.text for e in events if isinstance(e, ThoughtChunk)] == ["thinking"]
@@ -52,7 +52,7 @@ async def test_a_turn_maps_to_events_output_and_usage(fake_config, run_once) -> 
         ("execute", "completed", 0),
     ]
     assert [e for e in events if isinstance(e, UsageEvent)] == [
-        UsageEvent(input_tokens=20, output_tokens=9)
+        UsageEvent(input_tokens=20, output_tokens=9, cached_input_tokens=5)
     ]
 
 
@@ -285,7 +285,7 @@ async def test_an_approval_storm_is_answered_in_bounds(fake_config, run_once) ->
     result, _, events = await run_once(fake_config(scenario, permission={"*": "reject"}))
     assert result.stop_reason == "completed"
     assert result.diagnostic == (
-        "Codex permission (policy: reject; tool kind: execute; decision: cancelled)"
+        "Codex permission (policy: reject; tool kind: execute; decision: reject_once)"
     )
     decided = [e for e in events if isinstance(e, PermissionEvent)]
     assert 1 <= len(decided) <= 200

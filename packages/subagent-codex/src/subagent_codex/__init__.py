@@ -8,6 +8,5 @@ and settles with a result whose diagnostic is safe fixed-vocabulary text.
 from ._config import CodexConfig as CodexConfig
 from ._config import Sandbox as Sandbox
 from ._provider import CodexProvider as CodexProvider
-from ._seam import PermissionAsk as PermissionAsk
 
-__all__ = ["CodexConfig", "CodexProvider", "PermissionAsk", "Sandbox"]
+__all__ = ["CodexConfig", "CodexProvider", "Sandbox"]

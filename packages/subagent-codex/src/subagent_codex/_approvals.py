@@ -21,8 +21,9 @@ from typing import Final
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
+from subagent_core import OptionKind
+from subagent_core.kit import ALLOW_KINDS, PermissionGate
 
-from ._seam import OptionKind, PermissionGate, allows
 from ._wire import METHOD_NOT_FOUND, Connection, ConnectionLostError, RequestId
 
 _log = logging.getLogger("subagent_codex")
@@ -80,7 +81,7 @@ async def answer(connection: Connection, gate: PermissionGate, request: ServerRe
     kind = _KINDS.get(method)
     if kind is not None:
         choice = await gate.decide(kind, _OFFERED, title=_title(params), raw_input=dict(params))
-        await connection.respond(request.ident, _answer(method, params, allows(choice)))
+        await connection.respond(request.ident, _answer(method, params, choice in ALLOW_KINDS))
     elif method == "mcpServer/elicitation/request":
         await connection.respond(request.ident, {"action": "decline"})
     elif method == "item/tool/requestUserInput":

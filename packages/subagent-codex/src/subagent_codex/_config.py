@@ -19,12 +19,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, cast
 
-from subagent_core import DEFAULT_MAX_OUTPUT_BYTES, ChildCommand, SSHRemote
-
-from ._seam import (
+from subagent_core import PermissionSetting, SSHRemote
+from subagent_core.kit import (
     DEFAULT_IDLE_TIMEOUT_SECONDS,
+    DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_STARTUP_TIMEOUT_SECONDS,
-    PermissionSetting,
+    ChildCommand,
     check_permission,
     check_timeout,
 )

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, cast
 
-from subagent_core import ProcessOutcome, StopReason, failure_line
+from subagent_core import StopReason
+from subagent_core.kit import ProcessOutcome, failure_line
 
 Stage = Literal["initialize", "prompt", "process", "teardown"]
 Category = Literal[
@@ -114,10 +115,6 @@ def map_failed_turn(info: object) -> tuple[StopReason, Failure | None]:
     return "error", Failure("prompt", "unknown")
 
 
-REFUSED_DECISIONS: Final = frozenset({"cancelled", "reject_once", "reject_always"})
-"""Permission answers that refused the child something."""
-
-
 def result_diagnostic(
     provider: str,
     stop_reason: StopReason,
@@ -145,12 +142,6 @@ def result_diagnostic(
             lines.append(permission)
         return "\n".join(lines)
     return permission
-
-
-def remote_abort(provider: str) -> Failure:
-    """A turn interrupted by somebody other than this parent."""
-    del provider
-    return Failure("prompt", "unknown")
 
 
 def teardown_line(provider: str, outcome: ProcessOutcome | None) -> str:

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from typing import Final, cast
 
 from subagent_core import (
-    BoundedText,
     MessageChunk,
     SubagentEvent,
     ThoughtChunk,
@@ -20,8 +19,8 @@ from subagent_core import (
     ToolKind,
     Usage,
     UsageEvent,
-    tool_call_status,
 )
+from subagent_core.kit import BoundedText, tool_call_status
 
 _TOOL_ITEMS: Final[dict[str, ToolKind]] = {
     "commandExecution": "execute",
@@ -55,8 +54,6 @@ class Transcript:
         self._final: BoundedText | None = None
         self.usage: Usage | None = None
         """The thread's running totals (input, cached input, output), latest report."""
-        self.cached_input_tokens: int | None = None
-        """Cached input tokens of the latest report (joins `Usage` with the seam)."""
 
     @property
     def output(self) -> str:
@@ -120,9 +117,11 @@ class Transcript:
         counts = cast(Mapping[str, object], total)
         given = _count(counts.get("inputTokens"))
         output = _count(counts.get("outputTokens"))
-        self.cached_input_tokens = _count(counts.get("cachedInputTokens"))
-        self.usage = Usage(input_tokens=given, output_tokens=output)
-        self._publish(UsageEvent(input_tokens=given, output_tokens=output))
+        cached = _count(counts.get("cachedInputTokens"))
+        self.usage = Usage(input_tokens=given, output_tokens=output, cached_input_tokens=cached)
+        self._publish(
+            UsageEvent(input_tokens=given, output_tokens=output, cached_input_tokens=cached)
+        )
 
 
 def _title(item: Mapping[str, object]) -> str | None:

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from subagent_core import (
+from subagent_core import Capabilities, SubagentRequest, SubagentRun, SubagentStartError
+from subagent_core.kit import (
     AsyncClosing,
-    Capabilities,
-    SubagentRequest,
-    SubagentRun,
-    SubagentStartError,
+    aborted_before_start_text,
+    compose_start_error,
     failure_line,
 )
 
 from ._config import CodexConfig, enterable_directory
 from ._run import CodexRun
-from ._seam import ABORTED_BEFORE_START, compose_start_error
 
 CAPABILITIES = Capabilities(output_schema=True)
 """Codex enforces an output schema itself (`turn/start.outputSchema`); depth, tool filter and
@@ -59,11 +57,13 @@ class CodexProvider(AsyncClosing):
                 be spawned, or the handshake failed; the child's whole tree was torn down first.
         """
         if request.cancel.cancelled:
-            raise SubagentStartError(ABORTED_BEFORE_START)
+            raise SubagentStartError(aborted_before_start_text("Codex"))
         cwd = self._workspace(request)
         if cwd is None or request.mcp_servers:
             line = failure_line(self._config.provider_name, "initialize", "configuration")
-            raise compose_start_error(cancelled=False, startup_line=line, cleanup_line=None)
+            raise compose_start_error(
+                "Codex", cancelled=False, startup_line=line, cleanup_line=None
+            )
         run = CodexRun(self._config, cwd, request)
         await run.open()
         return run

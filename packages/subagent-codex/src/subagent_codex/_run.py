@@ -27,17 +27,24 @@ from typing import Final, Literal, cast
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 from subagent_core import (
-    EventBuffer,
-    ManagedProcess,
-    OwnedTask,
-    SpawnError,
     StopReason,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
     SubagentStartError,
+)
+from subagent_core.kit import (
+    EventBuffer,
+    IdleDeadline,
+    ManagedProcess,
+    OwnedTask,
+    PermissionGate,
+    SpawnError,
+    StructuredOutputError,
+    compose_start_error,
     new_run_id,
     open_managed_process,
+    parse_structured_output,
 )
 
 from ._approvals import QUEUE_CAPACITY, ServerRequest, serve_requests
@@ -51,13 +58,6 @@ from ._facts import (
     teardown_line,
 )
 from ._items import Transcript
-from ._seam import (
-    IdleDeadline,
-    PermissionGate,
-    StructuredOutputError,
-    compose_start_error,
-    parse_structured_output,
-)
 from ._wire import Connection, ConnectionLostError, RequestId, RPCError
 
 _log = logging.getLogger("subagent_codex")
@@ -99,8 +99,7 @@ class CodexRun(SubagentRun):
         self._idle = IdleDeadline(config.idle_timeout_seconds)
         self._stage: Stage = "initialize"
         self._result: SubagentResult | None = None
-        self.structured_output: object = None
-        """The parsed answer of a completed schema run (moves into the result with the seam)."""
+        self._structured: object = None
         self._start_error: SubagentStartError | None = None
         self._start_cause: BaseException | None = None
         self._teardown_line: str | None = None
@@ -198,6 +197,7 @@ class CodexRun(SubagentRun):
                 output=self._transcript.output,
                 diagnostic=diagnostic,
                 usage=self._transcript.usage,
+                structured_output=self._structured,
             )
             self._buffer.close()
             self._settled.set()
@@ -224,7 +224,7 @@ class CodexRun(SubagentRun):
             return
         startup = None if failure is None else failure.line(self._config.provider_name)
         self._start_error = compose_start_error(
-            cancelled=cancelled, startup_line=startup, cleanup_line=cleanup_line
+            "Codex", cancelled=cancelled, startup_line=startup, cleanup_line=cleanup_line
         )
         self._start_cause = cause
         self._ready.set()
@@ -279,7 +279,7 @@ class CodexRun(SubagentRun):
         schema = self.request.output_schema
         if schema is not None:
             try:
-                self.structured_output = parse_structured_output(schema, self._transcript.output)
+                self._structured = parse_structured_output(schema, self._transcript.output)
             except StructuredOutputError:
                 _log.info("Codex run %s: the final answer does not fit the schema", self.id)
                 self._settle_facts("error", Failure("prompt", "output-schema"))

@@ -21,7 +21,7 @@ from typing import Final, Literal, cast
 
 import anyio
 import anyio.abc
-from subagent_core import FrameTooLargeError, LineReader
+from subagent_core.kit import FrameTooLargeError, LineReader
 
 _log = logging.getLogger("subagent_codex")
 
