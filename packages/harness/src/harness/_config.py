@@ -11,6 +11,11 @@ Example::
     command = "claude-agent-acp"
     permission = "reject"
 
+    [providers.codex]
+    kind = "codex"                # codex app-server, natively (command: codex on PATH)
+    sandbox = "read-only"
+    config_overrides = { model = '"gpt-5"' }
+
     [providers.dsh-sdk]
     kind = "sdk"
     command = "harness"
@@ -42,7 +47,7 @@ from subagent_core import SSHRemote
 
 from ._exit import UsageError
 
-ProviderKind = Literal["acp", "sdk", "claude", "model"]
+ProviderKind = Literal["acp", "sdk", "claude", "codex", "model"]
 PermissionPolicy = Literal["allow", "reject", "ask"]
 """How an ACP child's permission requests are answered; `ask` asks at the terminal."""
 FileSystemMode = Literal["none", "read", "read-write"]
@@ -107,6 +112,12 @@ class ProviderSettings:
     max_tokens: int | None = None
     mode: Literal["ask", "execute"] = "ask"
     """model only: the child's work mode."""
+    sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
+    """codex only: the thread's sandbox."""
+    codex_model: str | None = None
+    """codex only: the thread's model (`None`: codex's own default)."""
+    config_overrides: Mapping[str, str] = field(default_factory=dict[str, str])
+    """codex only: `-c KEY=VALUE` overrides (VALUE is TOML)."""
     dispose_eof_grace_seconds: float = 0.5
     """acp/sdk: after stdin EOF, before SIGTERM (the providers' default; real agents ignore EOF)."""
     dispose_grace_seconds: float = 0.5
@@ -223,6 +234,7 @@ _KIND_KEYS: dict[str, set[str]] = {
     "acp": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "fs", "terminal"},
     "sdk": _COMMON_KEYS | _PROCESS_KEYS | {"provider", "model", "max_tokens"},
     "claude": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "model"},
+    "codex": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "sandbox", "model", "config_overrides"},
     "model": _COMMON_KEYS | {"mode"},
 }
 
@@ -327,7 +339,7 @@ def _provider(
         raise ConfigError(prefix, "a provider name must not be empty")
     kind = table.get("kind")
     if kind not in _KIND_KEYS:
-        raise ConfigError(f"{prefix}.kind", 'must be "acp", "sdk", "claude" or "model"')
+        raise ConfigError(f"{prefix}.kind", 'must be "acp", "sdk", "claude", "codex" or "model"')
     kind = cast(ProviderKind, kind)
     _reject_unknown(table, _KIND_KEYS[kind], prefix)
     if kind == "model":
@@ -336,8 +348,13 @@ def _provider(
             raise ConfigError(f"{prefix}.mode", 'must be "ask" or "execute"')
         return ProviderSettings(name=name, kind=kind, mode=mode, source=source)
     command = _optional_string(table, "command", prefix)
-    if command is None and kind != "claude":  # claude: the CLI on PATH or in the [cli] extra
+    if command is None and kind not in ("claude", "codex"):  # each finds its own binary
         raise ConfigError(f"{prefix}.command", "is required (the program to start)")
+    sandbox = _string(table, "sandbox", prefix, "workspace-write")
+    if sandbox not in ("read-only", "workspace-write", "danger-full-access"):
+        raise ConfigError(
+            f"{prefix}.sandbox", 'must be "read-only", "workspace-write" or "danger-full-access"'
+        )
     cwd_text = _optional_string(table, "cwd", prefix)
     cwd = None if cwd_text is None else (base / cwd_text).resolve()
     env = _string_table(table, "env", prefix)
@@ -364,6 +381,9 @@ def _provider(
         sdk_model=_string(table, "model", prefix, DEFAULT_MODEL),
         claude_model=_optional_string(table, "model", prefix) if kind == "claude" else None,
         max_tokens=_positive_int(table, "max_tokens", prefix),
+        sandbox=sandbox,
+        codex_model=_optional_string(table, "model", prefix) if kind == "codex" else None,
+        config_overrides=_string_table(table, "config_overrides", prefix),
         dispose_eof_grace_seconds=_seconds(table, "dispose_eof_grace_seconds", prefix, 0.5),
         dispose_grace_seconds=_seconds(table, "dispose_grace_seconds", prefix, 0.5),
         dispose_kill_grace_seconds=_seconds(table, "dispose_kill_grace_seconds", prefix, 3.0),
