@@ -49,6 +49,7 @@ def test_the_demo_shows_the_happy_paths_and_the_safety() -> None:
         "acp: fake ACP child": ("completed", None),
         "acp: harness acp-agent": ("completed", None),
         "sdk: fake SDK runtime": ("completed", None),
+        "codex: fake app-server": ("completed", None),
         "sdk: harness sdk-runtime": ("completed", None),
         CRASH: ("error", ACP_CRASH),
         FAILED_TURN: ("error", SDK_FAILURE),
