@@ -321,12 +321,12 @@ async def test_an_inherited_openai_key_never_reaches_the_child(
     dump = tmp_path / "env.json"
     result, _, _ = await run_once(fake_config({"turn": [{"env_to": str(dump)}, *_done()]}))
     assert result.stop_reason == "completed"
-    assert "OPENAI_API_KEY" not in json.loads(dump.read_text())
+    assert "OPENAI_API_KEY" not in json.loads(dump.read_text(encoding="utf-8"))
     config = fake_config(
         {"turn": [{"env_to": str(dump)}, *_done()]}, env={"OPENAI_API_KEY": "sk-given"}
     )
     await run_once(config)
-    assert json.loads(dump.read_text())["OPENAI_API_KEY"] == "sk-given"
+    assert json.loads(dump.read_text(encoding="utf-8"))["OPENAI_API_KEY"] == "sk-given"
 
 
 async def test_the_idle_deadline_ends_a_silent_turn(fake_config, run_once) -> None:

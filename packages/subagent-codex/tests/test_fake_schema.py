@@ -60,7 +60,7 @@ def schema_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _validator(schema_dir: Path, name: str) -> Any:
-    schema = json.loads((schema_dir / name).read_text())
+    schema = json.loads((schema_dir / name).read_text(encoding="utf-8"))
     return jsonschema.Draft7Validator(schema)
 
 
@@ -147,8 +147,8 @@ def test_the_schema_knows_every_method_the_provider_reads(schema_dir: Path) -> N
     """The methods the provider reads or answers exist in the generated protocol."""
     from subagent_codex._approvals import _KINDS  # pyright: ignore[reportPrivateUsage]
 
-    notifications = json.loads((schema_dir / "ServerNotification.json").read_text())
-    requests = json.loads((schema_dir / "ServerRequest.json").read_text())
+    notifications = json.loads((schema_dir / "ServerNotification.json").read_text(encoding="utf-8"))
+    requests = json.loads((schema_dir / "ServerRequest.json").read_text(encoding="utf-8"))
 
     def methods(schema: dict[str, Any]) -> set[str]:
         return {m for one in schema["oneOf"] for m in one["properties"]["method"]["enum"]}

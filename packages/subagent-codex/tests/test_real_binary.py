@@ -54,7 +54,7 @@ async def test_allow_lets_an_escalated_command_write(
     config = stub_config(stub, permission="allow", sandbox="read-only")
     result, disposed, events = await run_once(config)
     assert (result.stop_reason, result.output, result.diagnostic) == ("completed", "done", None)
-    assert (workspace / "proof.txt").read_text() == "hi\n"
+    assert (workspace / "proof.txt").read_text(encoding="utf-8") == "hi\n"
     permissions = [e for e in events if isinstance(e, PermissionEvent)]
     assert permissions == [
         PermissionEvent(tool_kind="execute", policy="allow", decision="allow_once")
@@ -230,7 +230,7 @@ async def test_codex_home_gets_no_rollouts_and_config_stays(
     stub_factory, stub_config, run_once, codex_home: Path, workspace: Path
 ) -> None:
     config_toml = codex_home / "config.toml"
-    config_toml.write_text('# the user\'s own settings\nmodel = "o3"\n')
+    config_toml.write_text('# the user\'s own settings\nmodel = "o3"\n', encoding="utf-8")
     before = config_toml.read_bytes()
     stub = stub_factory([{"exec": "echo hi > a.txt"}, {"text": "done"}])
     result, _, _ = await run_once(stub_config(stub))
