@@ -120,7 +120,8 @@ async def test_bad_config_is_exit_2_naming_the_key(tmp_path: Path) -> None:
     assert code == 2
     assert err.startswith("harness: /")
     assert err.endswith(
-        '/harness.toml: providers.a.kind: must be "acp", "sdk", "claude" or "model"\n'
+        '/harness.toml: providers.a.kind: must be "acp", "sdk", "claude", "codex" or "model"
+'
     )
     assert err.count("\n") == 1
 
