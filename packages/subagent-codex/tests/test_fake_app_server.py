@@ -357,3 +357,35 @@ async def test_concurrent_runs_are_isolated(fake_config) -> None:
 
                 tg.start_soon(go)
     assert outputs == {"a": "a", "b": "b", "c": "c"}
+
+
+async def test_a_caller_cancelled_mid_start_rolls_the_child_back(fake_config) -> None:
+    """The awaiting task is cancelled while `thread/start` hangs: the tree is gone first."""
+    provider = CodexProvider(fake_config({"hang_at": "thread/start", "ignore_eof": True}))
+    with anyio.fail_after(30):
+        with anyio.move_on_after(1.0) as scope:
+            await provider.start(SubagentRequest(prompt="go"))
+        assert scope.cancelled_caught  # the leak guard then checks that nothing is left
+
+
+async def test_a_signal_cancelled_mid_start_is_the_fixed_text(fake_config) -> None:
+    from subagent_core import CancelSignal
+
+    cancel = CancelSignal()
+    provider = CodexProvider(fake_config({"hang_at": "thread/start"}))
+    error: SubagentStartError | None = None
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_cancel_later, cancel)
+            try:
+                await provider.start(SubagentRequest(prompt="go", cancel=cancel))
+            except SubagentStartError as caught:
+                error = caught
+    assert error is not None
+    assert str(error) == "subagent request was aborted before the Codex child started"
+    assert error.diagnostic is None
+
+
+async def _cancel_later(cancel) -> None:
+    await anyio.sleep(0.5)  # bounds a hang on purpose; the outcome does not depend on it
+    cancel.cancel()
