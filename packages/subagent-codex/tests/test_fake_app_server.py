@@ -306,12 +306,36 @@ async def test_each_approval_kind_goes_through_the_gate(
     ]
 
 
-async def test_an_unknown_server_request_is_refused_and_the_run_goes_on(
-    fake_config, run_once
+@pytest.mark.parametrize(
+    ("permission", "decision"),
+    [("allow", "accept"), ("reject", "decline"), ({"*": "reject"}, "decline")],
+)
+async def test_approvals_are_answered_once_never_for_the_session(
+    fake_config, run_once, tmp_path: Path, permission, decision: str
 ) -> None:
-    scenario = {"turn": [{"request": "item/tool/call"}, {"request": "sk-SECRET/x"}, *_done()]}
+    answers = tmp_path / "answers.jsonl"
+    scenario = {
+        "answers_to": str(answers),
+        "turn": [{"approval": "command"}, {"approval": "fileChange"}, *_done()],
+    }
+    result, _, _ = await run_once(fake_config(scenario, permission=permission))
+    assert result.stop_reason == "completed"
+    sent = [json.loads(line) for line in answers.read_text(encoding="utf-8").splitlines()]
+    assert [a["result"] for a in sent] == [{"decision": decision}, {"decision": decision}]
+
+
+async def test_an_unknown_server_request_is_refused_and_the_run_goes_on(
+    fake_config, run_once, tmp_path: Path
+) -> None:
+    answers = tmp_path / "answers.jsonl"
+    scenario = {
+        "answers_to": str(answers),
+        "turn": [{"request": "item/tool/call"}, {"request": "sk-SECRET/x"}, *_done()],
+    }
     result, _, _ = await run_once(fake_config(scenario))
     assert (result.stop_reason, result.output, result.diagnostic) == ("completed", "done", None)
+    sent = [json.loads(line) for line in answers.read_text(encoding="utf-8").splitlines()]
+    assert [a["error"]["code"] for a in sent] == [-32601, -32601]
 
 
 async def test_an_inherited_openai_key_never_reaches_the_child(

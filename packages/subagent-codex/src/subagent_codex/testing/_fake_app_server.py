@@ -24,7 +24,8 @@ The scenario is a JSON object in `CODEX_FAKE_SCENARIO`:
   (write half a frame, then exit with `exit_code`), `exit` (exit with that code), `hang`
   (read and ignore stdin for ever), `escapee` (start a `setsid` grandchild that sleeps),
   `env_to` (write the environment as JSON to that path);
-- `ignore_eof`: keep running after stdin ends, and ignore SIGTERM.
+- `ignore_eof`: keep running after stdin ends, and ignore SIGTERM;
+- `answers_to`: append every answer the client gave to a server request to that file (JSONL).
 
 `turn/interrupt` ends the turn as `interrupted` whatever is playing.
 """
@@ -256,6 +257,10 @@ class FakeAppServer:
                 return None
             if "method" not in frame:
                 count -= 1
+                path = self.scenario.get("answers_to")
+                if isinstance(path, str):
+                    with open(path, "a", encoding="utf-8") as handle:
+                        handle.write(json.dumps(frame) + "\n")
         return None
 
     def play(self, actions: list[Mapping[str, Any]]) -> int | None:
