@@ -574,3 +574,27 @@ async def test_delegate_to_a_codex_table_runs_the_fake_app_server(tmp_path: Path
         if r["type"] == "provider"
     }
     assert kinds["codex"] == ("codex", "reject")
+
+
+async def test_permission_override_reaches_a_codex_table(tmp_path: Path) -> None:
+    """`--permission allow` applies to a codex provider: its approval is accepted."""
+    from subagent_codex.testing import SCENARIO_ENV
+
+    answers = tmp_path / "answers.jsonl"
+    turn = [
+        {"approval": "command"},
+        {"message": "ok", "phase": "final_answer"},
+        {"complete": "completed"},
+    ]
+    scenario = json.dumps({"turn": turn, "answers_to": str(answers)})
+    (tmp_path / "harness.toml").write_text(
+        f'[providers.codex]\nkind = "codex"\ncommand = {json.dumps(sys.executable)}\n'
+        f'args = ["-m", "subagent_codex.testing"]\n'
+        f"env = {{ {SCENARIO_ENV} = {json.dumps(scenario)} }}\n{GRACES}",
+        encoding="utf-8",
+    )
+    args = ["delegate", "-w", str(tmp_path), "-p", "codex", "--permission", "allow", "hi"]
+    code, out, err = await _harness(args)
+    assert (code, out) == (0, "ok\n"), err
+    sent = [json.loads(line) for line in answers.read_text(encoding="utf-8").splitlines()]
+    assert [a["result"] for a in sent] == [{"decision": "accept"}]

@@ -70,12 +70,13 @@ class ACPOverrides:
         """`settings` with the overrides applied.
 
         Raises:
-            UsageError: overrides for a provider that is not ACP, or `ask` without a terminal.
+            UsageError: overrides for a provider that is not ACP (codex takes `--permission`
+                alone), or `ask` without a terminal.
         """
         if not self.any:
             return settings
-        if settings.kind == "claude" and (self.fs, self.terminal) == (None, None):
-            pass  # a native Claude child takes --permission (its tools are its own)
+        if settings.kind in ("claude", "codex") and (self.fs, self.terminal) == (None, None):
+            pass  # native Claude and Codex children take --permission (their tools are their own)
         elif settings.kind != "acp":
             raise UsageError(
                 f'--permission, --fs and --terminal apply to ACP providers; "{settings.name}" '
@@ -128,7 +129,7 @@ def delegate_once(
         raise UsageError("--permission and --approve both set the permission: give one")
     chosen = acp.apply(chosen)
     options = options or DelegateOptions()
-    if chosen.permission == "ask" and chosen.kind in ("acp", "claude"):
+    if chosen.permission == "ask" and chosen.kind in ("acp", "claude", "codex"):
         options = replace(options, live=False)
     try:
         registry = build_registry(
