@@ -115,10 +115,21 @@ async def test_a_rejected_key_is_authentication_within_seconds(
     stub_factory, stub_config, run_once, status: int
 ) -> None:
     """Settled at the first `error` frame (codex would retry five times, ~6.3 s)."""
+    from subagent_codex import CodexProvider
+
     stub = stub_factory([{"status": status, "body": f"invalid key {STUB_SECRET}"}])
-    started = time.monotonic()
-    result, disposed, events = await run_once(stub_config(stub))
-    assert time.monotonic() - started < 5.0
+    events: list[object] = []
+    with anyio.fail_after(60):
+        run = await CodexProvider(stub_config(stub)).start(SubagentRequest(prompt="go"))
+        published = time.monotonic()
+        async with run:
+            async for event in run.events():
+                events.append(event)
+            result = await run.result()
+            settled = time.monotonic() - published
+            disposed = await run.dispose()
+    assert settled < 3.0  # the turn's first request fails at once; the retries take > 6 s
+    assert len(stub.requests) < 5
     assert result.stop_reason == "error"
     assert result.diagnostic == (
         "Subagent failure (provider: codex; stage: prompt; category: authentication)"
