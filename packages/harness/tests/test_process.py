@@ -120,8 +120,7 @@ async def test_bad_config_is_exit_2_naming_the_key(tmp_path: Path) -> None:
     assert code == 2
     assert err.startswith("harness: /")
     assert err.endswith(
-        '/harness.toml: providers.a.kind: must be "acp", "sdk", "claude", "codex" or "model"
-'
+        '/harness.toml: providers.a.kind: must be "acp", "sdk", "claude", "codex" or "model"\n'
     )
     assert err.count("\n") == 1
 
