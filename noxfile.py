@@ -19,13 +19,14 @@ PACKAGES = {
     "subagent-acp": "subagent-acp",
     "subagent-sdk": "subagent-sdk",
     "subagent-claude": "subagent-claude",
+    "subagent-codex": "subagent-codex",
     "subagent-model-agent": "model-agent",
     "subagent-harness": "harness",
 }
 """Distribution name → folder under packages/ (the folders keep the import names' spelling)."""
-EXTRAS = {"subagent-claude": ("cli",)}
-"""Extras a package's tests need: `subagent-claude[cli]` brings the real CLI its tests drive
-(they skip, saying why, only when it cannot be installed)."""
+EXTRAS = {"subagent-claude": ("cli",), "subagent-codex": ("cli",)}
+"""Extras a package's tests need: the `[cli]` extras bring the real CLI (claude) or binary
+(codex) their tests drive (they skip, saying why, only when it cannot be installed)."""
 TEST_ENV = {"PYTHONWARNDEFAULTENCODING": "1"}
 
 

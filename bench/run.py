@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import case_acp
 import case_cancel
 import case_claude
+import case_codex
 import case_containment
 import case_delegation
 import case_dispose
@@ -62,6 +63,7 @@ CASES: dict[str, Case] = {
     "fanout": case_fanout.fanout,
     "fanout-isolation": case_fanout_isolation.fanout_isolation,
     "claude": case_claude.native_vs_acp,
+    "codex": case_codex.codex,
 }
 
 

@@ -78,6 +78,12 @@ async def test_demo_exits_0_with_every_scenario_matched(tmp_path: Path) -> None:
             "yes",
         ],
         "sdk: fake SDK runtime": ["completed", "Hello from the fake SDK runtime.", "—", "yes"],
+        "codex: fake app-server": [
+            "completed",
+            "Hello from the fake Codex app-server.",
+            "—",
+            "yes",
+        ],
         "sdk: harness sdk-runtime": ["completed", "Hello over the SDK protocol.", "—", "yes"],
         "acp: child crashes mid-prompt, secret on stderr": [
             "error",
@@ -95,7 +101,7 @@ async def test_demo_exits_0_with_every_scenario_matched(tmp_path: Path) -> None:
         ],
         "acp: cancel stops the child's command": ["aborted", "", "—", "yes"],
     }
-    assert "10/10 scenarios matched" in out
+    assert "11/11 scenarios matched" in out
     assert SECRET not in out
     assert SECRET not in err
 

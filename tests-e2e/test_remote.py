@@ -380,3 +380,61 @@ remote = {{ destination = "{remote.destination}", port = {remote.port}, identity
             outcome = await process.wait()
     assert outcome.exit_code == 0, err.decode()
     assert out.decode() == "done on build1\n"
+
+
+def codex_config(remote: SSHRemote, scenario: Mapping[str, object]):
+    from subagent_codex import CodexConfig
+    from subagent_codex.testing import scenario_env
+
+    return CodexConfig(
+        command=sys.executable,
+        args=["-m", "subagent_codex.testing"],
+        env=scenario_env(scenario),
+        remote=remote,
+        dispose_eof_grace_seconds=EOF_GRACE,
+        dispose_grace_seconds=TERM_GRACE,
+        dispose_kill_grace_seconds=KILL_GRACE,
+    )
+
+
+async def test_a_codex_run_over_ssh_completes(sshd: TestSSHD, workspace: Path) -> None:
+    from subagent_codex import CodexProvider
+
+    turn = [{"message": "codex over ssh", "phase": "final_answer"}, {"complete": "completed"}]
+    registry = SubagentRegistry()
+    registry.register(CodexProvider(codex_config(sshd.remote, {"turn": turn})))
+    with anyio.fail_after(30):
+        run = await registry.start("codex", SubagentRequest(prompt="hi", cwd=workspace))
+        async with run:
+            result = await run.result()
+        assert (result.stop_reason, result.output, result.diagnostic) == (
+            "completed",
+            "codex over ssh",
+            None,
+        )
+        await wait_gone(remote_tree(sshd), TEARDOWN_SECONDS)
+
+
+async def test_cancel_ends_a_deaf_remote_codex_tree_with_its_escapee(
+    sshd: TestSSHD, workspace: Path
+) -> None:
+    from subagent_codex import CodexProvider
+    from subagent_core import MessageChunk
+
+    scenario = {"ignore_eof": True, "turn": [{"escapee": True}, {"delta": "up"}, {"hang": True}]}
+    cancel = CancelSignal()
+    with anyio.fail_after(30):
+        run = await CodexProvider(codex_config(sshd.remote, scenario)).start(
+            SubagentRequest(prompt="hi", cwd=workspace, cancel=cancel)
+        )
+        async with run:
+            async for event in run.events():
+                if isinstance(event, MessageChunk):
+                    break
+            tree = agent_processes(remote_tree(sshd))
+            assert len(tree) >= 3  # the remote guard, the fake and its setsid escapee
+            cancel.cancel()
+            result = await run.result()
+            assert (result.stop_reason, result.output, result.diagnostic) == ("aborted", "up", None)
+            assert await run.dispose() is None
+        await wait_gone(tree, TEARDOWN_SECONDS)

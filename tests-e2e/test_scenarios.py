@@ -49,6 +49,12 @@ def test_the_demo_shows_the_happy_paths_and_the_safety() -> None:
         "acp: fake ACP child": ("completed", None),
         "acp: harness acp-agent": ("completed", None),
         "sdk: fake SDK runtime": ("completed", None),
+        "codex: fake app-server": ("completed", None),
+        "claude: fake Claude CLI": ("completed", None),
+        "claude: Write refused by the default policy": (
+            "completed",
+            "Claude permission (policy: reject; tool kind: edit; decision: reject_once)",
+        ),
         "sdk: harness sdk-runtime": ("completed", None),
         CRASH: ("error", ACP_CRASH),
         FAILED_TURN: ("error", SDK_FAILURE),

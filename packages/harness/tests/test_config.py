@@ -181,3 +181,47 @@ def test_an_unset_reference_names_the_key_not_a_value(tmp_path: Path) -> None:
     assert str(caught.value) == (
         f"{path}: providers.p.env.K: references ${{NOPE}}, which is not set in the environment"
     )
+
+
+def test_a_codex_provider_table_builds_a_codex_provider(tmp_path: Path) -> None:
+    from harness._config import parse_config
+    from harness._providers import build_provider
+    from subagent_codex import CodexProvider
+
+    config = parse_config(
+        {
+            "providers": {
+                "codex": {
+                    "kind": "codex",
+                    "command": "/bin/true",
+                    "permission": "allow",
+                    "sandbox": "read-only",
+                    "model": "gpt-5",
+                    "config_overrides": {"model_provider": '"mock"'},
+                }
+            }
+        }
+    )
+    settings = config.provider("codex")
+    assert settings is not None
+    provider = build_provider(settings, endpoint=None, workspace=tmp_path)
+    assert isinstance(provider, CodexProvider)
+    assert provider.config.sandbox == "read-only"
+    assert provider.config.permission == "allow"
+    assert provider.config.model == "gpt-5"
+    assert provider.config.argv == [
+        "/bin/true",
+        "-c",
+        'model_provider="mock"',
+        "app-server",
+        "--listen",
+        "stdio://",
+    ]
+
+
+def test_a_codex_table_rejects_a_bad_sandbox() -> None:
+    from harness._config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"providers": {"c": {"kind": "codex", "sandbox": "wide-open"}}})
+    assert caught.value.key == "providers.c.sandbox"

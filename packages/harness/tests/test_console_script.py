@@ -544,3 +544,55 @@ async def test_delegate_live_view_on_a_terminal(tmp_path: Path) -> None:
     assert "tool pending: noise tool call [read]" in screen
     assert "tool completed: noise tool call [read]" in screen
     assert "stop reason: completed" in screen
+
+
+async def test_delegate_to_a_codex_table_runs_the_fake_app_server(tmp_path: Path) -> None:
+    """`kind = "codex"`: `harness delegate -p codex` speaks the app-server protocol."""
+    from subagent_codex.testing import SCENARIO_ENV
+
+    turn = [
+        {"message": "hello from the fake codex", "phase": "final_answer"},
+        {"usage": [12, 2, 5]},
+        {"complete": "completed"},
+    ]
+    scenario = json.dumps({"turn": turn})
+    (tmp_path / "harness.toml").write_text(
+        f'[providers.codex]\nkind = "codex"\ncommand = {json.dumps(sys.executable)}\n'
+        f'args = ["-m", "subagent_codex.testing"]\nsandbox = "read-only"\n'
+        f"env = {{ {SCENARIO_ENV} = {json.dumps(scenario)} }}\n{GRACES}",
+        encoding="utf-8",
+    )
+    code, out, err = await _harness(["delegate", "-w", str(tmp_path), "-p", "codex", "hi"])
+    assert (code, out) == (0, "hello from the fake codex\n"), err
+    code, out, err = await _harness(["providers", "-w", str(tmp_path), "--no-check", "--json"])
+    assert code == 0, err
+    kinds = {
+        r["name"]: (r["kind"], r["permission"])
+        for r in map(json.loads, out.splitlines())
+        if r["type"] == "provider"
+    }
+    assert kinds["codex"] == ("codex", "reject")
+
+
+async def test_permission_override_reaches_a_codex_table(tmp_path: Path) -> None:
+    """`--permission allow` applies to a codex provider: its approval is accepted."""
+    from subagent_codex.testing import SCENARIO_ENV
+
+    answers = tmp_path / "answers.jsonl"
+    turn = [
+        {"approval": "command"},
+        {"message": "ok", "phase": "final_answer"},
+        {"complete": "completed"},
+    ]
+    scenario = json.dumps({"turn": turn, "answers_to": str(answers)})
+    (tmp_path / "harness.toml").write_text(
+        f'[providers.codex]\nkind = "codex"\ncommand = {json.dumps(sys.executable)}\n'
+        f'args = ["-m", "subagent_codex.testing"]\n'
+        f"env = {{ {SCENARIO_ENV} = {json.dumps(scenario)} }}\n{GRACES}",
+        encoding="utf-8",
+    )
+    args = ["delegate", "-w", str(tmp_path), "-p", "codex", "--permission", "allow", "hi"]
+    code, out, err = await _harness(args)
+    assert (code, out) == (0, "ok\n"), err
+    sent = [json.loads(line) for line in answers.read_text(encoding="utf-8").splitlines()]
+    assert [a["result"] for a in sent] == [{"decision": "accept"}]

@@ -218,12 +218,12 @@ async def test_approve_reads_allows_a_read_and_refuses_an_execute(tmp_path: Path
         (
             ["-p", "model", "--approve", "reads"],
             "--approve, --startup-timeout and --idle-timeout apply to providers with a child "
-            'process (acp, sdk, claude); "model" is model',
+            'process (acp, sdk, claude, codex); "model" is model',
         ),
         (
             ["-p", "model", "--idle-timeout", "5"],
             "--approve, --startup-timeout and --idle-timeout apply to providers with a child "
-            'process (acp, sdk, claude); "model" is model',
+            'process (acp, sdk, claude, codex); "model" is model',
         ),
     ],
 )

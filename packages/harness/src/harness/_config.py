@@ -11,6 +11,11 @@ Example::
     command = "claude-agent-acp"
     permission = "reject"
 
+    [providers.codex]
+    kind = "codex"                # codex app-server, natively (command: codex on PATH)
+    sandbox = "read-only"
+    config_overrides = { model = '"gpt-5"' }
+
     [providers.dsh-sdk]
     kind = "sdk"
     command = "harness"
@@ -109,6 +114,12 @@ class ProviderSettings:
     max_tokens: int | None = None
     mode: Literal["ask", "execute"] = "ask"
     """model only: the child's work mode."""
+    sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
+    """codex only: the thread's sandbox."""
+    codex_model: str | None = None
+    """codex only: the thread's model (`None`: codex's own default)."""
+    config_overrides: Mapping[str, str] = field(default_factory=dict[str, str])
+    """codex only: `-c KEY=VALUE` overrides (VALUE is TOML)."""
     dispose_eof_grace_seconds: float = 0.5
     """acp/sdk: after stdin EOF, before SIGTERM (the providers' default; real agents ignore EOF)."""
     dispose_grace_seconds: float = 0.5
@@ -274,7 +285,7 @@ _KIND_KEYS: dict[str, set[str]] = {
     "sdk": _COMMON_KEYS | _PROCESS_KEYS | {"provider", "model", "max_tokens"},
     "model": _COMMON_KEYS | {"mode"},
     "claude": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "model"},
-    "codex": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "model"},
+    "codex": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "sandbox", "model", "config_overrides"},
 }
 
 
@@ -397,6 +408,11 @@ def _provider(
     if command is None and kind not in NATIVE_KINDS:
         # The native providers find their CLI themselves (on PATH or bundled in a wheel).
         raise ConfigError(f"{prefix}.command", "is required (the program to start)")
+    sandbox = _string(table, "sandbox", prefix, "workspace-write")
+    if sandbox not in ("read-only", "workspace-write", "danger-full-access"):
+        raise ConfigError(
+            f"{prefix}.sandbox", 'must be "read-only", "workspace-write" or "danger-full-access"'
+        )
     cwd_text = _optional_string(table, "cwd", prefix)
     cwd = None if cwd_text is None else (base / cwd_text).resolve()
     env = _string_table(table, "env", prefix)
@@ -430,6 +446,9 @@ def _provider(
         child_model=_optional_string(table, "model", prefix) if kind != "sdk" else None,
         child_mode=_optional_string(table, "mode", prefix) or (preset.mode if preset else None),
         max_tokens=_positive_int(table, "max_tokens", prefix),
+        sandbox=sandbox,
+        codex_model=_optional_string(table, "model", prefix) if kind == "codex" else None,
+        config_overrides=_string_table(table, "config_overrides", prefix),
         dispose_eof_grace_seconds=_seconds(
             table,
             "dispose_eof_grace_seconds",

@@ -71,7 +71,8 @@ class ACPOverrides:
         """`settings` with the overrides applied.
 
         Raises:
-            UsageError: overrides for a provider that is not ACP, or `ask` without a terminal.
+            UsageError: overrides for a provider that is not ACP (codex takes `--permission`
+                alone), or `ask` without a terminal.
         """
         if not self.any:
             return settings
@@ -133,7 +134,7 @@ def delegate_once(
         raise UsageError("--permission and --approve both set the permission: give one")
     chosen = acp.apply(chosen)
     options = options or DelegateOptions()
-    if chosen.permission == "ask" and chosen.kind in ("acp", "claude"):
+    if chosen.permission == "ask" and chosen.kind in ("acp", "claude", "codex"):
         options = replace(options, live=False)
     try:
         registry = build_registry(

@@ -45,7 +45,9 @@ def show_providers(
                     "name": item.name,
                     "kind": item.kind,
                     "command": [item.command, *item.args] if item.command else None,
-                    "permission": item.permission if item.kind in ("acp", "claude") else None,
+                    "permission": item.permission
+                    if item.kind in ("acp", "claude", "codex")
+                    else None,
                     "builtin": is_builtin(config, item),
                     "status": status,
                     "ok": status in ("ok", "not checked"),
@@ -64,7 +66,7 @@ def show_providers(
             escape(item.name),
             item.kind,
             escape(command),
-            item.permission if item.kind in ("acp", "claude") else "—",
+            item.permission if item.kind in ("acp", "claude", "codex") else "—",
             escape(status),
         )
     output_console().print(table)

@@ -79,7 +79,7 @@ class ProviderOverrides:
         if self.any:
             raise UsageError(
                 "--approve, --startup-timeout and --idle-timeout apply to providers with a "
-                f'child process (acp, sdk, claude); "{provider}" is {kind}'
+                f'child process (acp, sdk, claude, codex); "{provider}" is {kind}'
             )
 
 

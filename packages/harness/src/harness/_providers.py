@@ -10,6 +10,7 @@ from typing import TypedDict
 
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_claude import ClaudeConfig, ClaudeProvider
+from subagent_codex import CodexConfig, CodexProvider
 from subagent_core import SSHRemote, SubagentProvider, SubagentRegistry
 from subagent_sdk import SDKConfig, SDKProvider
 
@@ -134,11 +135,25 @@ def build_provider(
         return ACPProvider(overrides.apply(acp, provider=settings.name))
     if settings.kind == "claude":
         return ClaudeProvider(overrides.apply(_claude_config(settings), provider=settings.name))
-    if settings.kind in NATIVE_KINDS:
-        # codex: optional, imported by name when `subagent-codex` is installed.
-        from ._native import native_provider
-
-        return native_provider(settings, overrides)
+    if settings.kind == "codex":
+        codex = CodexConfig(
+            provider_name=settings.name,
+            command=settings.command,
+            args=list(settings.args),
+            cwd=settings.cwd,
+            env=settings.explicit_env(),
+            permission=(
+                terminal_permission() if settings.permission == "ask" else settings.permission
+            ),
+            sandbox=settings.sandbox,
+            model=settings.child_model or settings.codex_model,
+            config_overrides=dict(settings.config_overrides),
+            dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
+            dispose_grace_seconds=settings.dispose_grace_seconds,
+            dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
+            remote=settings.remote,
+        )
+        return CodexProvider(overrides.apply(codex, provider=settings.name))
     if settings.kind == "sdk":
         sdk = SDKConfig(
             **_process_fields(settings),

@@ -158,6 +158,35 @@ async def _sdk_self(context: ScenarioContext) -> SubagentResult:
     return await run_child(provider, "DEMO-SDK: say hello", context)
 
 
+async def _codex_fake(context: ScenarioContext) -> SubagentResult:
+    """A `kind = "codex"` provider on the stdlib fake app-server (codex's own protocol)."""
+    import sys
+
+    from subagent_codex.testing import scenario_env
+
+    from harness._config import ProviderSettings
+    from harness._providers import build_provider, with_graces
+
+    turn = [
+        {"delta": "Hello from "},
+        {"message": "Hello from the fake Codex app-server.", "phase": "final_answer"},
+        {"usage": [12, 2, 5]},
+        {"complete": "completed"},
+    ]
+    settings = ProviderSettings(
+        name="codex-fake",
+        kind="codex",
+        command=sys.executable,
+        args=("-m", "subagent_codex.testing"),
+        env=scenario_env({"turn": turn}),
+        sandbox="read-only",
+    )
+    provider = build_provider(
+        with_graces(settings, *context.graces), endpoint=None, workspace=context.workspace
+    )
+    return await run_child(provider, "say hello", context)
+
+
 def _completes(name: str, body: Body, text: str, rules: list[dict[str, Any]]) -> Scenario:
     return Scenario(
         name=name,
@@ -300,6 +329,9 @@ def demo() -> list[Scenario]:
             extra_check=_nothing_written,
         ),
         _completes("sdk: fake SDK runtime", _sdk_fake, "Hello from the fake SDK runtime.", []),
+        _completes(
+            "codex: fake app-server", _codex_fake, "Hello from the fake Codex app-server.", []
+        ),
         _completes(
             "sdk: harness sdk-runtime",
             _sdk_self,

@@ -1,0 +1,218 @@
+"""`CodexConfig`: how to start a Codex app-server child, checked once at construction.
+
+Every bad value is a `ValueError` naming the key, so a misconfigured provider fails where it is
+built. The command fields (`command`, `args`, `env`, `cwd`, `remote`) are validated by
+`subagent_core.ChildCommand`, the rules every provider shares. Only `provider_name` ever reaches
+diagnostic text, so it is restricted to a safe token.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal, cast
+
+from subagent_core import PermissionSetting, SSHRemote
+from subagent_core.kit import (
+    DEFAULT_IDLE_TIMEOUT_SECONDS,
+    DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_STARTUP_TIMEOUT_SECONDS,
+    ChildCommand,
+    check_permission,
+    check_timeout,
+)
+
+Sandbox = Literal["read-only", "workspace-write", "danger-full-access"]
+"""The thread's sandbox: what codex's commands may touch without asking."""
+
+DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+"""Longest line accepted from the child (16 MiB)."""
+
+DEFAULT_WRITE_TIMEOUT_SECONDS = 10.0
+"""How long one write to a child that does not read its stdin may block before the run ends."""
+
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_OVERRIDE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_SANDBOXES: tuple[Sandbox, ...] = ("read-only", "workspace-write", "danger-full-access")
+
+
+def _fail(key: str, requirement: str) -> ValueError:
+    return ValueError(f"CodexConfig.{key} {requirement}")
+
+
+def bundled_codex() -> str | None:
+    """The binary of an installed `openai-codex-cli-bin` (the `[cli]` extra), if any."""
+    try:
+        import codex_cli_bin  # pyright: ignore[reportMissingImports]
+    except ImportError:
+        return None
+    try:
+        path = cast(object, codex_cli_bin.bundled_codex_path())  # pyright: ignore
+    except Exception:
+        return None
+    return path if isinstance(path, str) else str(path) if isinstance(path, Path) else None
+
+
+def resolve_command() -> str:
+    """`codex` on PATH, else the bundled binary, else plain `codex` (a spawn error later)."""
+    return shutil.which("codex") or bundled_codex() or "codex"
+
+
+def enterable_directory(path: Path) -> bool:
+    """True when `path` is a directory this process may enter (`X_OK`)."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode) and os.access(path, os.X_OK)
+    except (OSError, ValueError):
+        return False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CodexConfig:
+    """How the Codex provider starts and stops each `codex app-server` child.
+
+    Raises:
+        ValueError: a value is missing, of the wrong type or out of range; the message names
+            the key.
+    """
+
+    command: str | None = None
+    """The executable; `None` finds `codex` on PATH, else the `[cli]` extra's bundled binary."""
+    args: Sequence[str] = ()
+    """Extra arguments before `app-server` (stored as a tuple)."""
+    provider_name: str = "codex"
+    """Registry name and the `provider:` field of diagnostics (letters, digits, `._-`)."""
+    cwd: Path | None = None
+    """The child's cwd and its thread's cwd; `None` uses each request's (absolute) cwd."""
+    permission: PermissionSetting = "reject"
+    """`reject`: approval policy `never`, any request declined; `allow`: `on-request`, each
+    request accepted once (never for the session); a per-kind mapping or an async callback
+    (`PermissionAsk` → option kind or `None`) decides each request."""
+    sandbox: Sandbox = "workspace-write"
+    """The thread's sandbox. Plain commands never ask: the sandbox alone decides, so a child
+    that must not write needs `read-only`."""
+    model: str | None = None
+    """The thread's model (`None`: codex's configured default)."""
+    config_overrides: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Each entry becomes `-c KEY=VALUE` (VALUE is TOML), e.g. a model provider."""
+    env: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
+    """Explicit child environment over the scrubbed parent environment; `None` removes an
+    inherited name. `OPENAI_API_KEY`, `CODEX_HOME` and ambient `DSH_*` values reach the child
+    only through here."""
+    dispose_eof_grace_seconds: float = 0.5
+    """After stdin EOF, before SIGTERM to the tree (codex exits on EOF within milliseconds)."""
+    dispose_grace_seconds: float = 0.5
+    """After SIGTERM, before SIGKILL to the tree."""
+    dispose_kill_grace_seconds: float = 3.0
+    """After SIGKILL, before reporting the tree not gone."""
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    """Longest accepted line from the child; a longer one ends the run as `transport`."""
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    """Most output text (UTF-8 bytes) a run keeps; the rest is cut behind a fixed marker."""
+    write_timeout_seconds: float = DEFAULT_WRITE_TIMEOUT_SECONDS
+    """Bound on one write to the child; a write blocked longer ends the run as `transport`."""
+    startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS
+    """Spawn to publication (handshake and thread start); `None` disables."""
+    idle_timeout_seconds: float | None = DEFAULT_IDLE_TIMEOUT_SECONDS
+    """After publication, the longest time with no frame at all from the child; `None`
+    disables."""
+    remote: SSHRemote | None = None
+    """Run each child on another host (a placement) under the remote containment guard;
+    `command`, `env` and the workspace path then apply there."""
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "provider_name", _check_provider_name(self.provider_name))
+        command = cast(object, self.command)
+        if command is None:
+            # A placement runs the command on another host: only its PATH can find it there.
+            command = "codex" if self.remote is not None else resolve_command()
+        try:
+            checked = ChildCommand(
+                command=cast(str, command),
+                args=cast("tuple[str, ...]", self.args),
+                env=self.env,
+                cwd=self.cwd,
+                remote=self.remote,
+            )
+        except ValueError as error:
+            raise ValueError(f"CodexConfig.{error}") from None
+        if checked.cwd is not None and not enterable_directory(checked.cwd):
+            raise _fail("cwd", "must be an existing directory the process can enter")
+        set_(self, "command", checked.command)
+        set_(self, "args", checked.args)
+        set_(self, "env", checked.env)
+        set_(self, "cwd", checked.cwd)
+        set_(self, "permission", check_permission(self.permission, owner="CodexConfig"))
+        if self.sandbox not in _SANDBOXES:
+            raise _fail("sandbox", 'must be "read-only", "workspace-write" or "danger-full-access"')
+        model = cast(object, self.model)
+        if model is not None and (not isinstance(model, str) or model == ""):
+            raise _fail("model", "must be a non-empty string or None")
+        set_(self, "config_overrides", _check_overrides(self.config_overrides))
+        for key in ("dispose_eof_grace_seconds", "dispose_grace_seconds"):
+            set_(self, key, _positive_seconds(key, getattr(self, key)))
+        for key in ("dispose_kill_grace_seconds", "write_timeout_seconds"):
+            set_(self, key, _positive_seconds(key, getattr(self, key)))
+        for key in ("startup_timeout_seconds", "idle_timeout_seconds"):
+            set_(self, key, check_timeout(getattr(self, key), owner="CodexConfig", name=key))
+        set_(self, "max_frame_bytes", _positive_int("max_frame_bytes", self.max_frame_bytes))
+        set_(self, "max_output_bytes", _positive_int("max_output_bytes", self.max_output_bytes))
+
+    @property
+    def argv(self) -> list[str]:
+        """The child's full argv: `command args… -c K=V… app-server --listen stdio://`."""
+        overrides = [part for key, value in self.config_overrides.items() for part in
+                     ("-c", f"{key}={value}")]  # fmt: skip
+        assert self.command is not None
+        return [self.command, *self.args, *overrides, "app-server", "--listen", "stdio://"]
+
+    def child_command(self, cwd: Path) -> ChildCommand:
+        """The child's command for `cwd` (already checked); with `remote`, the managed process
+        spawns the local client that runs it there."""
+        argv = self.argv
+        return ChildCommand(
+            command=argv[0], args=tuple(argv[1:]), env=self.env, cwd=cwd, remote=self.remote
+        )
+
+
+def _check_provider_name(name: object) -> str:
+    if not isinstance(name, str) or _PROVIDER_NAME.fullmatch(name) is None:
+        raise _fail(
+            "provider_name", "must be 1-64 letters, digits, '.', '_' or '-', starting alnum"
+        )
+    return name
+
+
+def _check_overrides(value: object) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise _fail("config_overrides", "must be a mapping of config keys to TOML values")
+    checked: dict[str, str] = {}
+    for key, item in cast(Mapping[object, object], value).items():
+        if not isinstance(key, str) or _OVERRIDE_KEY.fullmatch(key) is None:
+            raise _fail("config_overrides", "keys must be dotted config paths")
+        if not isinstance(item, str) or "\0" in item:
+            raise _fail("config_overrides", "values must be TOML text without NUL")
+        checked[key] = item
+    return MappingProxyType(checked)
+
+
+def _positive_seconds(key: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _fail(key, "must be a number of seconds")
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise _fail(key, "must be positive and finite")
+    return seconds
+
+
+def _positive_int(key: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise _fail(key, "must be a positive int")
+    return value
