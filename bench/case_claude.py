@@ -55,6 +55,7 @@ def _adapter() -> tuple[Path | None, str | None]:
         ],
         capture_output=True,
         text=True,
+        encoding="utf-8",
         timeout=300,
         check=False,
     )

@@ -59,12 +59,14 @@ def _leftovers(repo: Path) -> str:
         check=True,
         capture_output=True,
         text=True,
+        encoding="utf-8",
     ).stdout
     branches = subprocess.run(
         ["git", "-C", str(repo), "branch", "--list", "fanout/*"],
         check=True,
         capture_output=True,
         text=True,
+        encoding="utf-8",
     ).stdout
     return "" if worktrees.count("worktree ") == 1 and not branches else "worktrees or branches"
 

@@ -132,6 +132,7 @@ def flood_subject(ctx: Context, mode: str, size: int, rss: list[float]) -> Subje
             cwd=ctx.work,
             capture_output=True,
             text=True,
+            encoding="utf-8",
             check=False,
         )
         if done.returncode != 0:

@@ -194,7 +194,10 @@ async def test_a_preset_child_gets_only_the_credentials_it_names(tmp_path: Path)
     assert child["ANTHROPIC_API_KEY"] == "a-secret"
     assert "IS_SANDBOX" not in child
     assert child["CLAUDE_CODE_MAX_RETRIES"] == "2"
-    frames = [json.loads(line) for line in (tmp_path / "frames.jsonl").read_text().splitlines()]
+    frames = [
+        json.loads(line)
+        for line in (tmp_path / "frames.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     modes = [f["params"] for f in frames if f.get("method") == "session/set_mode"]
     assert modes == [{"sessionId": "s1", "modeId": "default"}]
 

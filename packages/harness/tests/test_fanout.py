@@ -24,7 +24,11 @@ from subagent_core import CancelSignal, SubagentEvent, SubagentRegistry, Subagen
 
 def git(repo: Path, *args: str) -> str:
     done = subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
     )
     return done.stdout
 

@@ -22,7 +22,11 @@ CRASH = "Subagent failure (provider: crasher; stage: process; category: process-
 
 def git(repo: Path, *args: str) -> str:
     done = subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
     )
     return done.stdout
 

@@ -49,6 +49,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
         text=True,
+        encoding="utf-8",
         timeout=100,
         check=False,
     )

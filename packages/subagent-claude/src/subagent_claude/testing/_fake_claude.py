@@ -359,7 +359,11 @@ class FakeClaude:
                 "print(p.pid)\n"
             )
             done = subprocess.run(
-                [sys.executable, "-c", launcher], capture_output=True, text=True, check=True
+                [sys.executable, "-c", launcher],
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                check=True,
             )
             pid = int(done.stdout.strip())
         else:
