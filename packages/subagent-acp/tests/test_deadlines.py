@@ -6,12 +6,19 @@ child's scripted silence or keep-alive frames are the cases themselves.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import anyio
 import pytest
 from subagent_acp import ACPConfig, ACPProvider
-from subagent_core import SubagentRegistry, SubagentRequest, SubagentResult, SubagentStartError
+from subagent_core import (
+    PermissionAsk,
+    SubagentRegistry,
+    SubagentRequest,
+    SubagentResult,
+    SubagentStartError,
+)
 from subagent_core.kit import DEFAULT_IDLE_TIMEOUT_SECONDS, DEFAULT_STARTUP_TIMEOUT_SECONDS
 
 BOUND = 0.5
@@ -112,3 +119,35 @@ def test_deadline_defaults_and_validation(make_config) -> None:
         for bad in (0, -1, float("inf"), float("nan"), True, "5"):
             with pytest.raises(ValueError, match=rf"^ACPConfig\.{key} must be None or a positive"):
                 make_config(**{key: bad})
+
+
+async def test_a_host_callback_slower_than_the_bound_is_not_the_childs_silence(
+    make_config, run_once
+) -> None:
+    # The child waits on the parent's answer for four bounds (a human deciding): that silence
+    # is the parent's, so the run completes; the bound restarts from the answer.
+    async def slow_human(question: PermissionAsk) -> str | None:
+        await anyio.sleep(BOUND * 4)
+        return "allow_once"
+
+    script = {"permission": {"tool_kind": "edit"}}
+    config = make_config(script, idle_timeout_seconds=BOUND, permission=slow_human)
+    result, disposed = await run_once(config)
+    assert result == SubagentResult(stop_reason="completed", output="[permission selected allow]")
+    assert disposed is None
+
+
+async def test_a_terminal_command_longer_than_the_bound_is_not_the_childs_silence(
+    make_config, run_once
+) -> None:
+    # The child waits on `terminal/wait_for_exit` while the parent runs its command for four
+    # bounds: the deadline is paused for the wait.
+    code = f"import time; time.sleep({BOUND * 4})"
+    script = {"terminal": {"command": sys.executable, "args": ["-c", code], "wait": True}}
+    config = make_config(script, idle_timeout_seconds=BOUND, terminal=True, permission="allow")
+    result, disposed = await run_once(config)
+    assert (result.stop_reason, result.output.startswith("[terminal -> created][exit -> 0 ")) == (
+        "completed",
+        True,
+    )
+    assert disposed is None

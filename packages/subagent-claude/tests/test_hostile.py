@@ -172,3 +172,18 @@ async def test_idle_timeout_keeps_partial_output(fake_config: MakeConfig, run_on
     assert result.output == "said so far"
     assert any(isinstance(e, MessageChunk) for e in events)
     assert not any(isinstance(e, EventsDropped) for e in events)
+
+
+async def test_a_host_callback_slower_than_the_idle_bound_does_not_time_out(
+    fake_config: MakeConfig, run_once: Any
+) -> None:
+    # The CLI waits on the parent's can_use_tool answer for four bounds (a human deciding):
+    # that silence is the parent's, so the run completes and the tool was allowed.
+    async def slow_human(ask: Any) -> str | None:
+        await anyio.sleep(2.0)
+        return "allow_once"
+
+    script = {"tool": {"name": "Bash", "input": {}}}
+    config = fake_config(script, permission=slow_human, idle_timeout_seconds=0.5)
+    result, disposed = await run_once(config, seconds=20)
+    assert (result.stop_reason, result.diagnostic, disposed) == ("completed", None, None)

@@ -361,6 +361,22 @@ async def test_the_idle_deadline_ends_a_silent_turn(fake_config, run_once) -> No
     assert disposed is None
 
 
+async def test_a_host_callback_slower_than_the_idle_bound_does_not_time_out(
+    fake_config, run_once
+) -> None:
+    # The app-server waits on the parent's approval for four bounds (a human deciding): that
+    # silence is the parent's, so the turn completes.
+    async def slow_human(ask: object) -> str | None:
+        await anyio.sleep(2.0)
+        return "allow_once"
+
+    scenario = {"turn": [{"approval": "command"}, *_done("after")]}
+    config = fake_config(scenario, idle_timeout_seconds=0.5, permission=slow_human)
+    result, disposed, _ = await run_once(config)
+    assert (result.stop_reason, result.output, result.diagnostic) == ("completed", "after", None)
+    assert disposed is None
+
+
 async def test_concurrent_runs_are_isolated(fake_config) -> None:
     from subagent_core import SubagentRegistry
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import anyio
 import pytest
@@ -60,6 +61,20 @@ async def test_a_disabled_idle_deadline_never_expires() -> None:
     with anyio.move_on_after(0.2) as scope:
         await deadline.expired()
     assert scope.cancelled_caught
+
+
+async def test_a_pause_stops_the_clock_and_its_end_restarts_the_bound() -> None:
+    # A pause five bounds long (a human answering a permission question) is not silence; the
+    # bound then runs again from the pause's end, in full.
+    deadline = IdleDeadline(0.1)
+    with anyio.fail_after(10):
+        with deadline.paused(), deadline.paused():  # nested: concurrent questions
+            with anyio.move_on_after(0.5) as scope:
+                await deadline.expired()
+            assert scope.cancelled_caught
+        released = time.monotonic()
+        await deadline.expired()
+        assert time.monotonic() - released >= 0.1
 
 
 def test_cost_and_usage_carry_the_new_fields() -> None:

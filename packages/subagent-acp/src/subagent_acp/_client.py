@@ -9,6 +9,7 @@ for any method the client does not offer.
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from typing import Any, Final
 
 from acp import RequestError
@@ -29,7 +30,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 from subagent_core import ToolKind
-from subagent_core.kit import ProcessOutcome
+from subagent_core.kit import IdleDeadline, ProcessOutcome
 
 from ._fs import FSRefusal, WorkspaceFiles
 from ._permission import Permissions
@@ -59,6 +60,9 @@ class ACPClient:
         self._writes = False
         self._allow_writes = False
         self._terminals: Terminals | None = None
+        self.idle: IdleDeadline | None = None
+        """The run's idle deadline once the turn runs: paused while the child waits on a
+        terminal command the parent runs for it (its silence then is the command's)."""
 
     def bind(
         self,
@@ -190,7 +194,8 @@ class ACPClient:
     ) -> WaitForTerminalExitResponse:
         terminals = self._need_terminals("terminal/wait_for_exit")
         try:
-            outcome = await terminals.wait_for_exit(terminal_id)
+            with nullcontext() if self.idle is None else self.idle.paused():
+                outcome = await terminals.wait_for_exit(terminal_id)
         except TerminalRefusal as refusal:
             raise RequestError(REFUSED_CODE, str(refusal)) from None
         status = _exit_status(outcome)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from subagent_core import PermissionSetting, SubagentEvent, ToolKind
-from subagent_core.kit import ALLOW_KINDS, PermissionGate
+from subagent_core.kit import ALLOW_KINDS, IdleDeadline, PermissionGate
 
 Option = tuple[str, str]
 """`(option id, option kind)` as the child offered it."""
@@ -40,6 +40,15 @@ class Permissions:
     def refused(self) -> str | None:
         """The permission line of the latest decision that refused the child something."""
         return self._gate.refused
+
+    @property
+    def idle(self) -> IdleDeadline | None:
+        """The run's idle deadline, paused while a host callback decides."""
+        return self._gate.idle
+
+    @idle.setter
+    def idle(self, idle: IdleDeadline | None) -> None:
+        self._gate.idle = idle
 
     def stop_recording(self) -> None:
         """The run settled: later decisions are still made, not recorded."""

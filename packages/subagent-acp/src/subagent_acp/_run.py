@@ -385,6 +385,8 @@ class ACPRun(SubagentRun):
         if failure is None and not cancelled:
             idle = IdleDeadline(config.idle_timeout_seconds)
             session.transport.idle = idle
+            session.client.idle = idle
+            self._permissions.idle = idle
             self._ready.set()
             await self._prompt(session, idle)
             await self._stop.wait()

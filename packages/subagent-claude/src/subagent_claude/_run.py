@@ -376,6 +376,7 @@ class ClaudeRun(SubagentRun):
         """Sends the prompt and reads until the run settles (or is stopped)."""
         self._stage = "prompt"
         idle = IdleDeadline(self._config.idle_timeout_seconds)
+        self._gate.idle = idle  # a host callback's wait is the parent's silence, not the CLI's
         async with anyio.create_task_group() as tg:
             desk = PermissionDesk(self._gate, wire, tg, asks_host=callable(self._config.permission))
             tg.start_soon(self._watch_cancel, wire)

@@ -94,9 +94,9 @@ class CodexRun(SubagentRun):
         self.request = request
         self._buffer = EventBuffer()
         self._events = self._buffer
-        self._gate = PermissionGate(config.permission, "Codex", self._buffer.publish)
+        self._idle = idle = IdleDeadline(config.idle_timeout_seconds)
+        self._gate = PermissionGate(config.permission, "Codex", self._buffer.publish, idle=idle)
         self._transcript = Transcript(config.max_output_bytes, self._buffer.publish)
-        self._idle = IdleDeadline(config.idle_timeout_seconds)
         self._stage: Stage = "initialize"
         self._result: SubagentResult | None = None
         self._structured: object = None

@@ -9,7 +9,10 @@ provider bounds two spans:
   frame at all from the child. On expiry the provider sends its cancel message and the run ends
   `error` + `stage: <turn stage>; category: timeout`, partial output kept.
 
-`None` disables a deadline. `IdleDeadline` costs nothing per frame beyond storing a clock
+`None` disables a deadline. Silence the parent causes is not the child's: while the parent owes
+the child an answer it is still working out (a host permission callback waiting on a human, a
+terminal command the parent runs for the child), the idle clock is paused (`paused()`), and it
+restarts from the answer. `IdleDeadline` costs nothing per frame beyond storing a clock
 reading: the waiter sleeps until the earliest possible expiry and re-checks, so a chatty child
 does not arm and disarm a timer per frame. The reading is `time.monotonic()` (a fraction of a
 microsecond), not `anyio.current_time()` (several, through the backend lookup): only relative
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Generator
+from contextlib import contextmanager
 from typing import Final, cast
 
 import anyio
@@ -51,14 +56,16 @@ def check_timeout(value: object, *, owner: str, name: str) -> float | None:
 class IdleDeadline:
     """Expires after `seconds` without a `touch()`; `None` never expires.
 
-    One producer touches it (the task reading the child), one waiter awaits `expired()`.
+    One producer touches it (the task reading the child), one waiter awaits `expired()`; any
+    task that makes the child wait on the parent holds it `paused()` meanwhile.
     """
 
-    __slots__ = ("_last", "_seconds")
+    __slots__ = ("_holds", "_last", "_seconds")
 
     def __init__(self, seconds: float | None) -> None:
         self._seconds = seconds
         self._last = time.monotonic()
+        self._holds = 0
 
     @property
     def seconds(self) -> float | None:
@@ -69,13 +76,28 @@ class IdleDeadline:
         """Records that the child said something (any frame counts)."""
         self._last = time.monotonic()
 
+    @contextmanager
+    def paused(self) -> Generator[None]:
+        """Stops the clock while the parent owes the child an answer; the bound restarts when
+        the last pause ends. Pauses nest (concurrent permission requests each hold one)."""
+        self._holds += 1
+        try:
+            yield
+        finally:
+            self._holds -= 1
+            self._last = time.monotonic()
+
     async def expired(self) -> None:
-        """Returns once the child has been silent for the whole bound."""
+        """Returns once the child has been silent for the whole bound, not counting pauses."""
         seconds = self._seconds
         if seconds is None:
             await anyio.sleep_forever()
             return
         while True:
+            if self._holds:
+                # Re-checked a bound later: a pause ending restarts the bound from then.
+                await anyio.sleep(seconds)
+                continue
             remaining = self._last + seconds - time.monotonic()
             if remaining <= 0:
                 return

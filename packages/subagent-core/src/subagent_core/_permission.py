@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal, cast, get_args
 
+from ._deadlines import IdleDeadline
 from ._diagnostics import ACP_TOOL_KINDS, PermissionProtocol, permission_line
 from ._events import PermissionEvent, SubagentEvent, ToolKind, tool_kind
 
@@ -116,6 +118,10 @@ class PermissionGate:
     `reject_with_option` says how a fixed `reject` answers: with the first reject-shaped kind
     offered (Claude, Codex: an explicit deny), or — when False, or when none is offered — with
     `cancelled` (ACP's outcome for a request the host declines to choose for).
+
+    `idle` is the run's idle deadline once it exists: a host callback may wait on a human for
+    longer than the bound, and that silence is the parent's, so the deadline is paused while
+    the callback decides.
     """
 
     def __init__(
@@ -125,6 +131,7 @@ class PermissionGate:
         publish: Callable[[SubagentEvent], None],
         *,
         reject_with_option: bool = True,
+        idle: IdleDeadline | None = None,
     ) -> None:
         self._setting: PermissionSetting = setting
         self._protocol: PermissionProtocol = protocol
@@ -136,6 +143,8 @@ class PermissionGate:
         """The permission line of the latest decision that refused the child something."""
         self.recording = True
         """Cleared when the run settles: later decisions are still made, not recorded."""
+        self.idle = idle
+        """The run's idle deadline, paused while a host callback decides (set once it exists)."""
 
     async def decide(
         self,
@@ -194,7 +203,8 @@ class PermissionGate:
         callback = cast(PermissionCallback, self._setting)
         ask = PermissionAsk(tool_kind=kind, option_kinds=offered, title=title, raw_input=raw_input)
         try:
-            picked = cast(object, await callback(ask))  # a host callback may return anything
+            with nullcontext() if self.idle is None else self.idle.paused():
+                picked = cast(object, await callback(ask))  # a host callback may return anything
         except Exception:
             _log.warning("the permission callback raised; answering cancelled", exc_info=True)
             return None
