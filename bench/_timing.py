@@ -1,13 +1,18 @@
 """Timing primitives: warm-up, then interleaved repeated rounds, summarized by the median.
 
 Every subject of a case times itself (so it can leave set-up out) and returns seconds. The
-subjects of one case run in the same round, in an order that rotates each round, so a burst of
-load from elsewhere on the machine hits every side alike; a ratio is computed round by round
-from the pair measured together, then summarized like any other figure.
+subjects of one case run in the same round, in an order shuffled each round (seeded, so a run is
+repeatable), so a burst of load from elsewhere on the machine hits every side alike and no
+subject always runs right after the same other one: a rotation keeps the cyclic order, and the
+subject after a blocking baseline (the guard's blocking round trip leaves the guard server
+re-forking its spare) paid for it in every round (process_execute read 1.08× its floor that
+way, 1.04× with the two measured alone). A ratio is computed round by round from the pair
+measured together, then summarized like any other figure.
 """
 
 from __future__ import annotations
 
+import random
 import statistics
 import subprocess
 import time
@@ -51,15 +56,17 @@ def ratios(numerators: Sample, denominators: Sample) -> Sample:
 
 
 async def paired(subjects: Mapping[str, Subject], *, warmup: int, repeat: int) -> dict[str, Sample]:
-    """Runs every subject `warmup` times (discarded), then `repeat` interleaved rounds."""
+    """Runs every subject `warmup` times (discarded), then `repeat` interleaved rounds, each in
+    a freshly shuffled order."""
     names = list(subjects)
     for _ in range(warmup):
         for name in names:
             await subjects[name]()
     values: dict[str, list[float]] = {name: [] for name in names}
-    for round_index in range(repeat):
-        shift = round_index % len(names)
-        for name in names[shift:] + names[:shift]:
+    order = random.Random(0x5EED)
+    for _ in range(repeat):
+        order.shuffle(names)
+        for name in names:
             values[name].append(await subjects[name]())
     return {name: Sample(tuple(found)) for name, found in values.items()}
 
