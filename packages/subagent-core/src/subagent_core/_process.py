@@ -470,10 +470,10 @@ if sys.platform == "win32":
         raise SpawnError("os-error")
 
 else:
-    from . import _containment
+    from . import _containment, _guard_server
 
     def _guard_available() -> bool:
-        return _containment.available()
+        return _guard_server.available()
 
     def _guarded_of(process: anyio.abc.Process) -> _Guarded | None:
         if isinstance(process, _containment.GuardedProcess | ChildChannel):

@@ -80,7 +80,7 @@ def containment_processes() -> set[int]:
     """
     if sys.platform == "win32":
         return set()
-    from subagent_core._containment import guard_server_pid
+    from subagent_core._guard_server import guard_server_pid
 
     server = guard_server_pid()
     if server is None:
@@ -147,7 +147,7 @@ def _let_orphaned_guards_exit() -> None:
     """
     if sys.platform == "win32":
         return
-    from subagent_core._containment import GUARD_SCRIPT
+    from subagent_core._guard_server import GUARD_SCRIPT
 
     ours = containment_processes()
     script = str(GUARD_SCRIPT)
@@ -190,7 +190,7 @@ def kill_leaks(groups: list[int]) -> None:
 def _guards() -> set[int]:
     if sys.platform == "win32":
         return set()
-    from subagent_core._containment import guard_server_pid
+    from subagent_core._guard_server import guard_server_pid
 
     server = guard_server_pid()
     if server is None:

@@ -30,7 +30,7 @@ else:
         Raises:
             RuntimeError: the guard refused the command or went away.
         """
-        from subagent_core import _containment
+        from subagent_core import _containment, _guard_server
 
         stdin = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         out_read, out_write = os.pipe()
@@ -38,7 +38,7 @@ else:
         try:
             header = json.dumps({"argv": list(argv), "cwd": str(cwd)}).encode()
             payload = header + b"\0" + _containment.environment_text(env)
-            ctl = _containment.guard_server().send(b"R", payload, [stdin, out_write, err_write])
+            ctl = _guard_server.guard_server().send(b"R", payload, [stdin, out_write, err_write])
         finally:
             for fd in (stdin, out_write, err_write):
                 os.close(fd)
@@ -66,7 +66,7 @@ else:
         finally:
             os.close(out_read)
             os.close(err_read)
-        if not _containment.guard_server().recycle(ctl):
+        if not _guard_server.guard_server().recycle(ctl):
             ctl.close()
         if code is None:
             raise RuntimeError("the guard reported no exit code")
