@@ -13,7 +13,7 @@ import pytest
 from acp import spawn_agent_process
 from acp.schema import AllowedOutcome, RequestPermissionResponse, TextContentBlock
 from subagent_acp.testing import KNOBS, fake_child_argv, main, script_env
-from subagent_acp.testing._fake_child import load_script
+from subagent_acp.testing._script import load_script
 
 
 class RecordingClient:

@@ -14,11 +14,11 @@ import json
 import sys
 from collections.abc import Mapping
 
-from ._fake_child import KNOB_ENV_PREFIX as KNOB_ENV_PREFIX
-from ._fake_child import KNOBS as KNOBS
-from ._fake_child import SCRIPT_ENV as SCRIPT_ENV
-from ._fake_child import SCRIPT_FILE_ENV as SCRIPT_FILE_ENV
 from ._fake_child import run_fake_child
+from ._script import KNOB_ENV_PREFIX as KNOB_ENV_PREFIX
+from ._script import KNOBS as KNOBS
+from ._script import SCRIPT_ENV as SCRIPT_ENV
+from ._script import SCRIPT_FILE_ENV as SCRIPT_FILE_ENV
 
 __all__ = [
     "KNOBS",

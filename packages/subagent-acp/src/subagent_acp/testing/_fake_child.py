@@ -3,7 +3,8 @@
 It uses only the standard library so it starts in a few milliseconds (importing `acp` costs
 about a second); the package tests drive it with the SDK's own client to prove its frames are
 valid ACP. It is single-threaded: one loop reads stdin line by line, and a prompt's work is a
-generator that pauses whenever it waits for the client's answer to a request it sent.
+generator that pauses whenever it waits for the client's answer to a request it sent. The
+scenario it plays (the knobs and their loading) is `_script`.
 """
 
 from __future__ import annotations
@@ -19,128 +20,15 @@ from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import IO, Any, cast
 
-SCRIPT_ENV = "ACP_FAKE_SCRIPT"
-"""Environment variable holding the whole scenario as a JSON object."""
-SCRIPT_FILE_ENV = "ACP_FAKE_SCRIPT_FILE"
-"""Environment variable naming a file that holds the scenario as a JSON object."""
-KNOB_ENV_PREFIX = "ACP_FAKE_"
-"""`ACP_FAKE_<KNOB>` sets one knob (value parsed as JSON, else taken as a string)."""
-
-
-KNOBS = frozenset(
-    {
-        "text",
-        "chunks",
-        "stop_reason",
-        "session_id",
-        "omit_session_id",
-        "results",
-        "permission",
-        "thought",
-        "tool_call",
-        "plan",
-        "image_chunk",
-        "echo_cwd",
-        "echo_session_cwd",
-        "echo_env",
-        "probe_requests",
-        "hang_at",
-        "ignore_cancel",
-        "crash",
-        "error",
-        "ignore_eof",
-        "trap_sigterm",
-        "eof_marker",
-        "markers",
-        "stderr",
-        "inject",
-        "huge_chunk_bytes",
-        "grandchild",
-        "grandchild_setsid",
-        "close_stdin_at",
-        "close_stdout",
-        "gate_file",
-        "record_file",
-        "flood_requests",
-        "stream_bytes",
-        "text_after_end",
-        "duplicate_answers",
-        "updates",
-        "usage",
-        "fs_ops",
-        "terminal",
-        "concurrent_permissions",
-        "echo_pid",
-        "keepalive",
-    }
+from ._script import (
+    Flow,
+    Message,
+    ScriptError,
+    as_dict,
+    as_list,
+    load_script,
+    split_text,
 )
-
-Message = dict[str, Any]
-Flow = Generator[int, Message, None]
-"""A prompt's work: yields the id of a request it sent, receives the client's answer."""
-
-
-class ScriptError(ValueError):
-    """The scenario is not a JSON object of known knobs."""
-
-
-def load_script(argv: list[str], environ: Mapping[str, str]) -> dict[str, Any]:
-    """Builds the scenario: `--script FILE` or `--script-json TEXT`, else `ACP_FAKE_SCRIPT` /
-    `ACP_FAKE_SCRIPT_FILE`, then `ACP_FAKE_<KNOB>` variables laid over it."""
-    script: dict[str, Any] = {}
-    text: str | None = None
-    args = list(argv)
-    while args:
-        flag = args.pop(0)
-        if flag in ("--script", "--script-json") and args:
-            value = args.pop(0)
-            text = Path(value).read_text("utf-8") if flag == "--script" else value
-        else:
-            raise ScriptError(f"unknown argument {flag!r}")
-    if text is None and environ.get(SCRIPT_FILE_ENV):
-        text = Path(environ[SCRIPT_FILE_ENV]).read_text("utf-8")
-    if text is None and environ.get(SCRIPT_ENV):
-        text = environ[SCRIPT_ENV]
-    if text is not None:
-        loaded: object = json.loads(text)
-        if not isinstance(loaded, dict):
-            raise ScriptError("the script must be a JSON object")
-        script.update(loaded)  # pyright: ignore[reportUnknownArgumentType]
-    for name, raw in environ.items():
-        if not name.startswith(KNOB_ENV_PREFIX) or name in (SCRIPT_ENV, SCRIPT_FILE_ENV):
-            continue
-        knob = name[len(KNOB_ENV_PREFIX) :].lower()
-        try:
-            script[knob] = json.loads(raw)
-        except ValueError:
-            script[knob] = raw
-    unknown = sorted(set(script) - KNOBS)
-    if unknown:
-        raise ScriptError(f"unknown knobs: {', '.join(unknown)}")
-    return script
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return cast("list[Any]", value) if isinstance(value, list) else []
-
-
-def _split(text: str, count: int) -> list[str]:
-    count = max(1, count)
-    if not text:
-        return []
-    size, extra = divmod(len(text), count)
-    pieces: list[str] = []
-    start = 0
-    for index in range(count):
-        end = start + size + (1 if index < extra else 0)
-        if end > start:
-            pieces.append(text[start:end])
-        start = end
-    return pieces
 
 
 class FakeChild:
@@ -203,8 +91,8 @@ class FakeChild:
 
     def _markers(self, point: str) -> list[dict[str, Any]]:
         markers: object = self._script.get("markers", [])
-        items: list[object] = [markers] if isinstance(markers, dict) else _list(markers)
-        return [_dict(item) for item in items if _dict(item).get("at", "start") == point]
+        items: list[object] = [markers] if isinstance(markers, dict) else as_list(markers)
+        return [as_dict(item) for item in items if as_dict(item).get("at", "start") == point]
 
     def _marker(self, point: str) -> None:
         for item in self._markers(point):
@@ -215,8 +103,8 @@ class FakeChild:
         return bool(self._markers(point))
 
     def _inject(self, point: str) -> None:
-        for raw in _list(self._script.get("inject")):
-            item = _dict(raw)
+        for raw in as_list(self._script.get("inject")):
+            item = as_dict(raw)
             if item.get("at") != point:
                 continue
             kind = item.get("kind", "malformed")
@@ -237,7 +125,7 @@ class FakeChild:
         self._flush()
 
     def _crash(self, point: str) -> None:
-        crash = _dict(self._script.get("crash"))
+        crash = as_dict(self._script.get("crash"))
         if crash.get("at") != point:
             return
         self._flush()
@@ -249,7 +137,7 @@ class FakeChild:
 
     def _close_stdout(self, point: str) -> None:
         """Closes stdout (the client sees EOF), then exits after a delay or waits for EOF."""
-        close = _dict(self._script.get("close_stdout"))
+        close = as_dict(self._script.get("close_stdout"))
         if close.get("at") != point:
             return
         self._flush()
@@ -262,7 +150,7 @@ class FakeChild:
         os._exit(0)
 
     def _scripted_error(self, point: str, request_id: object) -> bool:
-        error = _dict(self._script.get("error"))
+        error = as_dict(self._script.get("error"))
         if error.get("at") != point:
             return False
         self._respond_error(
@@ -284,7 +172,7 @@ class FakeChild:
         return self._script.get("hang_at") != point or point == "prompt"
 
     def _result_for(self, point: str, default: object) -> object:
-        results = _dict(self._script.get("results"))
+        results = as_dict(self._script.get("results"))
         return results.get(point, default)
 
     # -- methods -----------------------------------------------------------------------------
@@ -305,7 +193,7 @@ class FakeChild:
             result["sessionId"] = self._script.get("session_id", self._session_id)
         if isinstance(result.get("sessionId"), str):
             self._session_id = result["sessionId"]
-        crash_after = _dict(self._script.get("crash")).get("at") == "after_new_session"
+        crash_after = as_dict(self._script.get("crash")).get("at") == "after_new_session"
         close_stdin = self._script.get("close_stdin_at") == "new_session"
         if crash_after or close_stdin:
             # Close our end first, so the client's next write (session/prompt) surely fails.
@@ -354,15 +242,15 @@ class FakeChild:
 
     def _prompt_flow(self) -> Flow:
         script = self._script
-        for update in _list(script.get("updates")):
-            self._update(_dict(update))
+        for update in as_list(script.get("updates")):
+            self._update(as_dict(update))
         if script.get("echo_cwd"):
             self._chunk(os.getcwd())
         if script.get("echo_pid"):
             self._chunk(f"pid={os.getpid()} sessions={self._sessions} cwd={os.getcwd()}")
         if script.get("echo_session_cwd"):
             self._chunk(str(self._session_cwd))
-        for name in _list(script.get("echo_env")):
+        for name in as_list(script.get("echo_env")):
             value = os.environ.get(name)
             self._chunk(f"{name}={value}\n" if value is not None else f"{name} unset\n")
         if script.get("thought"):
@@ -399,25 +287,25 @@ class FakeChild:
                     "content": {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
                 }
             )
-        for method in _list(script.get("probe_requests")):
+        for method in as_list(script.get("probe_requests")):
             request_id = self._request(method, self._probe_params(method))
             self._flush()
             answer = yield request_id
-            code = _dict(answer.get("error")).get("code", "ok")
+            code = as_dict(answer.get("error")).get("code", "ok")
             self._chunk(f"[{method} -> {code}]")
         yield from self._fs_flow()
         yield from self._terminal_flow()
         yield from self._concurrent_permissions()
         stop_reason: object = script.get("stop_reason", "end_turn")
         requests: object = script.get("permission")
-        listed: list[object] = [requests] if isinstance(requests, dict) else _list(requests)
+        listed: list[object] = [requests] if isinstance(requests, dict) else as_list(requests)
         for raw in listed:
-            permission = _dict(raw)
+            permission = as_dict(raw)
             params = self._permission_params(permission)
             request_id = self._request("session/request_permission", params)
             self._flush()
             answer = yield request_id
-            outcome = _dict(_dict(answer.get("result")).get("outcome"))
+            outcome = as_dict(as_dict(answer.get("result")).get("outcome"))
             if outcome.get("outcome") == "selected":
                 if permission.get("echo_outcome", True):
                     self._chunk(f"[permission selected {outcome.get('optionId')}]")
@@ -431,16 +319,16 @@ class FakeChild:
             self._flush()
             while not Path(gate).exists():  # the test opens the gate by creating the file
                 threading.Event().wait(0.01)
-        for piece in _split(str(script.get("text", "")), int(script.get("chunks", 1))):
+        for piece in split_text(str(script.get("text", "")), int(script.get("chunks", 1))):
             self._chunk(piece)
-        stream = _dict(script.get("stream_bytes"))
+        stream = as_dict(script.get("stream_bytes"))
         if stream:
             total = int(stream.get("total", 0))
             piece = "x" * max(1, int(stream.get("chunk", 65536)))
             while total > 0:
                 self._chunk(piece[:total])
                 total -= len(piece)
-        flood = _dict(script.get("flood_requests"))
+        flood = as_dict(script.get("flood_requests"))
         if flood:
             self._flood(flood)
         huge = script.get("huge_chunk_bytes")
@@ -452,7 +340,7 @@ class FakeChild:
             yield self._request("fake/sync", {"sessionId": self._session_id})
             self._marker("prompt_output")
         self._crash("after_prompt_output")
-        self._keepalive(_dict(script.get("keepalive")))
+        self._keepalive(as_dict(script.get("keepalive")))
         if script.get("hang_at") == "prompt":
             self._flush()
             return  # the answer comes with session/cancel (or never)
@@ -465,7 +353,7 @@ class FakeChild:
         self._prompt_id = None
         after = script.get("text_after_end")
         if isinstance(after, str):
-            for piece in _split(after, int(script.get("chunks", 1))):
+            for piece in split_text(after, int(script.get("chunks", 1))):
                 self._chunk(piece)
 
     def _keepalive(self, spec: Message) -> None:
@@ -487,8 +375,8 @@ class FakeChild:
     def _fs_flow(self) -> Flow:
         """`fs_ops`: `[{"op": "read"|"write", "path", "content", "line", "limit"}]`; emits
         `[read -> ok <content>]`, `[write -> ok]` or `[<op> -> <code> <message>]` per op."""
-        for raw in _list(self._script.get("fs_ops")):
-            op = _dict(raw)
+        for raw in as_list(self._script.get("fs_ops")):
+            op = as_dict(raw)
             kind = str(op.get("op", "read"))
             params: Message = {"path": op.get("path")}
             for key in ("line", "limit", "content"):
@@ -496,11 +384,11 @@ class FakeChild:
                     params[key] = op[key]
             method = "fs/write_text_file" if kind == "write" else "fs/read_text_file"
             answer = yield from self._call(method, params)
-            error = _dict(answer.get("error"))
+            error = as_dict(answer.get("error"))
             if error:
                 self._chunk(f"[{kind} -> {error.get('code')} {error.get('message')}]")
             elif kind == "read":
-                self._chunk(f"[read -> ok {_dict(answer.get('result')).get('content')}]")
+                self._chunk(f"[read -> ok {as_dict(answer.get('result')).get('content')}]")
             else:
                 self._chunk("[write -> ok]")
 
@@ -508,31 +396,31 @@ class FakeChild:
         """`terminal`: `{"command", "args", "cwd", "env", "output_byte_limit", "wait", "kill",
         "release"}`: create a terminal, then optionally wait for it / kill it / release it;
         emits what each step answered."""
-        spec = _dict(self._script.get("terminal"))
+        spec = as_dict(self._script.get("terminal"))
         if not spec:
             return
         params: Message = {"command": spec.get("command", "true"), "args": spec.get("args", [])}
         if "cwd" in spec:
             params["cwd"] = spec["cwd"]
         if "env" in spec:
-            params["env"] = [{"name": k, "value": v} for k, v in _dict(spec["env"]).items()]
+            params["env"] = [{"name": k, "value": v} for k, v in as_dict(spec["env"]).items()]
         if "output_byte_limit" in spec:
             params["outputByteLimit"] = spec["output_byte_limit"]
         answer = yield from self._call("terminal/create", params)
-        error = _dict(answer.get("error"))
+        error = as_dict(answer.get("error"))
         if error:
             self._chunk(f"[terminal -> {error.get('code')} {error.get('message')}]")
             return
-        terminal = {"terminalId": _dict(answer.get("result")).get("terminalId")}
+        terminal = {"terminalId": as_dict(answer.get("result")).get("terminalId")}
         self._chunk("[terminal -> created]")
         if spec.get("kill"):
             yield from self._call("terminal/kill", terminal)
         if spec.get("wait") or spec.get("kill"):
             answer = yield from self._call("terminal/wait_for_exit", terminal)
-            result = _dict(answer.get("result"))
+            result = as_dict(answer.get("result"))
             self._chunk(f"[exit -> {result.get('exitCode')} {result.get('signal')}]")
             answer = yield from self._call("terminal/output", terminal)
-            result = _dict(answer.get("result"))
+            result = as_dict(answer.get("result"))
             self._chunk(f"[output -> {result.get('truncated')} {result.get('output')}]")
         if spec.get("release"):
             yield from self._call("terminal/release", terminal)
@@ -540,7 +428,7 @@ class FakeChild:
     def _concurrent_permissions(self) -> Flow:
         """`concurrent_permissions`: `{"count", "tool_kind"}`: send `count` permission requests
         at once, then emit `[<i> -> selected|cancelled|<error code>]` for each answer."""
-        spec = _dict(self._script.get("concurrent_permissions"))
+        spec = as_dict(self._script.get("concurrent_permissions"))
         ids: list[int] = []
         for _ in range(int(spec.get("count", 0))):
             params = self._permission_params({"tool_kind": spec.get("tool_kind", "read")})
@@ -548,8 +436,8 @@ class FakeChild:
         self._flush()
         for index, request_id in enumerate(ids):
             answer = yield request_id
-            error = _dict(answer.get("error"))
-            outcome = _dict(_dict(answer.get("result")).get("outcome")).get("outcome")
+            error = as_dict(answer.get("error"))
+            outcome = as_dict(as_dict(answer.get("result")).get("outcome")).get("outcome")
             self._chunk(f"[{index} -> {error.get('code') if error else outcome}]")
 
     def _flood(self, flood: Mapping[str, Any]) -> None:
@@ -594,7 +482,7 @@ class FakeChild:
     def _start(self) -> None:
         if self._script.get("trap_sigterm"):
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        stderr = _dict(self._script.get("stderr"))
+        stderr = as_dict(self._script.get("stderr"))
         if stderr:
             text = str(stderr.get("text", "secret")).encode("utf-8", "surrogateescape")
             total = int(stderr.get("bytes", len(text)))
@@ -613,7 +501,7 @@ class FakeChild:
 
     def _on_eof(self) -> int:
         self._marker("eof")
-        eof_marker = _dict(self._script.get("eof_marker"))
+        eof_marker = as_dict(self._script.get("eof_marker"))
         if self._script.get("ignore_eof"):
             while True:
                 threading.Event().wait(3600)
@@ -631,7 +519,7 @@ class FakeChild:
     def _dispatch(self, message: Message) -> None:
         method = message.get("method")
         request_id = message.get("id")
-        params = _dict(message.get("params"))
+        params = as_dict(message.get("params"))
         if method is None:
             if request_id is not None and self._flow is not None:
                 # Answers may come in any order: keep them until the flow asks for them.
@@ -668,7 +556,7 @@ class FakeChild:
                 continue
             if isinstance(message, dict):
                 self._record(line)
-                self._dispatch(_dict(cast(object, message)))
+                self._dispatch(as_dict(cast(object, message)))
             self._flush()
 
 

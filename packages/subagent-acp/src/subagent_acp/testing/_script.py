@@ -1,0 +1,140 @@
+"""The fake ACP agent's script language: the knobs a scenario may set and how one is loaded.
+
+This module is what a test writes (a JSON object of known knobs, from `--script`,
+`--script-json`, `ACP_FAKE_SCRIPT[_FILE]` or `ACP_FAKE_<KNOB>`) and the small readers the
+server loop uses to take it apart without trusting its shape; `_fake_child` is the server
+loop that plays it. Standard library only, like the child itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+SCRIPT_ENV = "ACP_FAKE_SCRIPT"
+"""Environment variable holding the whole scenario as a JSON object."""
+SCRIPT_FILE_ENV = "ACP_FAKE_SCRIPT_FILE"
+"""Environment variable naming a file that holds the scenario as a JSON object."""
+KNOB_ENV_PREFIX = "ACP_FAKE_"
+"""`ACP_FAKE_<KNOB>` sets one knob (value parsed as JSON, else taken as a string)."""
+
+
+KNOBS = frozenset(
+    {
+        "text",
+        "chunks",
+        "stop_reason",
+        "session_id",
+        "omit_session_id",
+        "results",
+        "permission",
+        "thought",
+        "tool_call",
+        "plan",
+        "image_chunk",
+        "echo_cwd",
+        "echo_session_cwd",
+        "echo_env",
+        "probe_requests",
+        "hang_at",
+        "ignore_cancel",
+        "crash",
+        "error",
+        "ignore_eof",
+        "trap_sigterm",
+        "eof_marker",
+        "markers",
+        "stderr",
+        "inject",
+        "huge_chunk_bytes",
+        "grandchild",
+        "grandchild_setsid",
+        "close_stdin_at",
+        "close_stdout",
+        "gate_file",
+        "record_file",
+        "flood_requests",
+        "stream_bytes",
+        "text_after_end",
+        "duplicate_answers",
+        "updates",
+        "usage",
+        "fs_ops",
+        "terminal",
+        "concurrent_permissions",
+        "echo_pid",
+        "keepalive",
+    }
+)
+
+Message = dict[str, Any]
+Flow = Generator[int, Message, None]
+"""A prompt's work: yields the id of a request it sent, receives the client's answer."""
+
+
+class ScriptError(ValueError):
+    """The scenario is not a JSON object of known knobs."""
+
+
+def load_script(argv: list[str], environ: Mapping[str, str]) -> dict[str, Any]:
+    """Builds the scenario: `--script FILE` or `--script-json TEXT`, else `ACP_FAKE_SCRIPT` /
+    `ACP_FAKE_SCRIPT_FILE`, then `ACP_FAKE_<KNOB>` variables laid over it."""
+    script: dict[str, Any] = {}
+    text: str | None = None
+    args = list(argv)
+    while args:
+        flag = args.pop(0)
+        if flag in ("--script", "--script-json") and args:
+            value = args.pop(0)
+            text = Path(value).read_text("utf-8") if flag == "--script" else value
+        else:
+            raise ScriptError(f"unknown argument {flag!r}")
+    if text is None and environ.get(SCRIPT_FILE_ENV):
+        text = Path(environ[SCRIPT_FILE_ENV]).read_text("utf-8")
+    if text is None and environ.get(SCRIPT_ENV):
+        text = environ[SCRIPT_ENV]
+    if text is not None:
+        loaded: object = json.loads(text)
+        if not isinstance(loaded, dict):
+            raise ScriptError("the script must be a JSON object")
+        script.update(loaded)  # pyright: ignore[reportUnknownArgumentType]
+    for name, raw in environ.items():
+        if not name.startswith(KNOB_ENV_PREFIX) or name in (SCRIPT_ENV, SCRIPT_FILE_ENV):
+            continue
+        knob = name[len(KNOB_ENV_PREFIX) :].lower()
+        try:
+            script[knob] = json.loads(raw)
+        except ValueError:
+            script[knob] = raw
+    unknown = sorted(set(script) - KNOBS)
+    if unknown:
+        raise ScriptError(f"unknown knobs: {', '.join(unknown)}")
+    return script
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """`value` if the script gave an object there, else `{}` (a scenario is not trusted)."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    """`value` if the script gave a list there, else `[]`."""
+    return cast("list[Any]", value) if isinstance(value, list) else []
+
+
+def split_text(text: str, count: int) -> list[str]:
+    """`text` cut into `count` chunks as even as possible (the `chunks` knob)."""
+    count = max(1, count)
+    if not text:
+        return []
+    size, extra = divmod(len(text), count)
+    pieces: list[str] = []
+    start = 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        if end > start:
+            pieces.append(text[start:end])
+        start = end
+    return pieces
