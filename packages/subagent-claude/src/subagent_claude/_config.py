@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, cast
 
-from subagent_core import PermissionSetting, SSHRemote
+from subagent_core import PermissionSetting, Placement
 from subagent_core.kit import (
     DEFAULT_IDLE_TIMEOUT_SECONDS,
     DEFAULT_MAX_FRAME_BYTES,
@@ -134,9 +134,10 @@ class ClaudeConfig:
     """Spawn to publication (the control handshake); `None` disables."""
     idle_timeout_seconds: float | None = DEFAULT_IDLE_TIMEOUT_SECONDS
     """After publication, the longest time with no frame at all; `None` disables."""
-    remote: SSHRemote | None = None
-    """Run each child on another host under the remote containment guard; `command`, `env`
-    and the workspace path then apply there (`None` command runs `claude` from its PATH)."""
+    remote: Placement | None = None
+    """Where each child runs (`None`: this host): a `Placement` such as `SSHRemote` or
+    `subagent_ray.RayPlacement`, under its containment guard; `command`, `env` and the workspace
+    path then apply there (`None` command runs `claude` from its PATH)."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__

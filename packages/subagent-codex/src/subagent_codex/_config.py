@@ -19,7 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, cast
 
-from subagent_core import PermissionSetting, SSHRemote
+from subagent_core import PermissionSetting, Placement
 from subagent_core.kit import (
     DEFAULT_IDLE_TIMEOUT_SECONDS,
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -122,9 +122,10 @@ class CodexConfig:
     idle_timeout_seconds: float | None = DEFAULT_IDLE_TIMEOUT_SECONDS
     """After publication, the longest time with no frame at all from the child; `None`
     disables."""
-    remote: SSHRemote | None = None
-    """Run each child on another host (a placement) under the remote containment guard;
-    `command`, `env` and the workspace path then apply there."""
+    remote: Placement | None = None
+    """Where each child runs (`None`: this host): a `Placement` such as `SSHRemote` or
+    `subagent_ray.RayPlacement`, under its containment guard; `command`, `env` and the workspace
+    path then apply there."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
