@@ -119,14 +119,24 @@ async def test_a_fake_gemini_on_path_is_found_with_its_version_and_no_key_value(
 
 
 @pytest.mark.anyio
-async def test_delegating_to_gemini_without_its_key_spawns_nothing_and_exits_2(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["delegate", "-a", "gemini", "say hi"],
+        # fanout resolves presets as delegate does, and refuses before starting any child.
+        ["fanout", "say hi", "-a", "claude-acp", "-a", "gemini", "--isolation", "none", "--yes"],
+    ],
+    ids=["delegate", "fanout"],
+)
+async def test_an_agent_without_its_key_spawns_nothing_and_exits_2(
+    tmp_path: Path, args: list[str]
 ) -> None:
     bin_dir = tmp_path / "bin"
     marker = tmp_path / "spawned"
     _fake(bin_dir, "gemini", f"touch {marker}\n")
+    _fake(bin_dir, "claude-agent-acp", f"touch {marker}\n")
     env = _base_env(tmp_path, bin_dir) | {"OPENAI_API_KEY": "o-secret"}
-    code, out, err = await _run(["delegate", "-a", "gemini", "say hi"], env)
+    code, out, err = await _run(args, env)
     assert (code, out) == (2, "")
     assert err == (
         'harness: "gemini" needs GEMINI_API_KEY set in the environment (export '
@@ -220,25 +230,6 @@ async def test_check_names_the_missing_credential_and_starts_the_found_agents(
     )
     assert agents["qwen"]["check"] is None  # not found: not started
     assert code == 1
-
-
-@pytest.mark.anyio
-async def test_fanout_resolves_presets_and_a_missing_key_spawns_nothing(tmp_path: Path) -> None:
-    """`fanout -a` takes preset names as `delegate -a` does: a preset lacking its credential is
-    refused before any child starts (the other, whose program is here, is not spawned either)."""
-    bin_dir = tmp_path / "bin"
-    marker = tmp_path / "spawned"
-    _fake(bin_dir, "gemini", f"touch {marker}\n")
-    _fake(bin_dir, "claude-agent-acp", f"touch {marker}\n")
-    env = _base_env(tmp_path, bin_dir) | {"OPENAI_API_KEY": "o-secret"}
-    args = ["fanout", "say hi", "-a", "claude-acp", "-a", "gemini", "--isolation", "none", "--yes"]
-    code, out, err = await _run(args, env)
-    assert (code, out) == (2, "")
-    assert err == (
-        'harness: "gemini" needs GEMINI_API_KEY set in the environment (export '
-        "GEMINI_API_KEY=...); it is handed to the child and never stored or printed\n"
-    )
-    assert not marker.exists()
 
 
 @pytest.mark.anyio
