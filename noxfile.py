@@ -63,9 +63,10 @@ def realwork(session: nox.Session) -> None:
     Serial and short: each agent is installed once (pinned, `npm install --ignore-scripts`)
     into a cache folder later runs reuse (`REALWORK_CACHE`, default
     `~/.cache/subagent-harness/realwork`); one that fails to install is skipped with the reason.
-    Each agent's figures are printed at the end.
+    The native presets' CLIs come from the `[cli]` extras of subagent-claude and subagent-codex
+    (skipped, saying why, when one is unavailable). Each agent's figures are printed at the end.
     """
-    _sync(session, "--all-packages", "--no-default-groups", "--group", "dev")
+    _sync(session, "--all-packages", "--extra", "cli", "--no-default-groups", "--group", "dev")
     session.run("pytest", "tests-realwork", "-rs", *session.posargs, env=TEST_ENV)
 
 

@@ -1,8 +1,10 @@
-"""The real-work suite's fixtures: the real npm agents, the loopback model stub, a home each.
+"""The real-work suite's fixtures: the real agents, the loopback model stub, a home each.
 
-The agents are installed once, pinned, with `npm install --ignore-scripts` into a cache folder
+The npm agents are installed once, pinned, with `npm install --ignore-scripts` into a cache folder
 (`REALWORK_CACHE`, default `~/.cache/subagent-harness/realwork`) that later runs reuse. An
-agent whose install fails is skipped with the reason, never silently. Each test gets a
+agent whose install fails is skipped with the reason, never silently. The native presets'
+CLIs (`claude`, `codex`) come from the `[cli]` extras and `harness` is this interpreter; a
+missing one is skipped the same way. Each test gets a
 throwaway `HOME` (and XDG dirs, `CODEX_HOME`) holding that agent's config pointed at the stub,
 and fake keys: nothing of the machine's own agent logins or settings is read.
 """
@@ -43,7 +45,18 @@ AGENTS: dict[str, tuple[str, dict[str, str]]] = {
         {"opencode": "node_modules/opencode-linux-x64/bin/opencode"},
     ),
 }
-"""The agents the suite drives, pinned (the presets' install hints name the same versions)."""
+"""The npm agents the suite drives, pinned (the presets' install hints name the same versions)."""
+
+NATIVE: dict[str, str] = {
+    # preset → where its program comes from (the `realwork` nox session syncs both extras)
+    "claude": "subagent-claude[cli] (claude-agent-sdk's bundled claude)",
+    "codex": "subagent-codex[cli] (openai-codex-cli-bin's codex)",
+    "harness": "subagent-harness (this interpreter: harness acp-agent)",
+}
+"""The presets whose program comes from Python packages, not npm."""
+
+PRESETS = [*AGENTS, *NATIVE]
+"""Every preset the suite drives, in the order it drives them."""
 
 INSTALL_TIMEOUT_SECONDS = 600
 SECRET = "sk-realwork-SECRET-4f1c9e"
@@ -129,6 +142,22 @@ def _install(preset: str, cache: Path) -> Installed:
     return Installed(preset, package, bin_dir)
 
 
+def _native(preset: str) -> Installed:
+    """A native preset's program, found as its provider finds it, or why it is missing."""
+    found: object = sys.executable
+    if preset == "claude":
+        from subagent_claude._argv import bundled_cli  # pyright: ignore[reportPrivateUsage]
+
+        found = bundled_cli() or shutil.which("claude")
+    elif preset == "codex":
+        from subagent_codex._config import bundled_codex  # pyright: ignore[reportPrivateUsage]
+
+        found = bundled_codex() or shutil.which("codex")
+    if found is None:
+        return Installed(preset, NATIVE[preset], None, f"{NATIVE[preset]} is not installed")
+    return Installed(preset, NATIVE[preset], Path(sys.executable).parent)
+
+
 _installed: dict[str, Installed] = {}
 
 
@@ -142,6 +171,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         took = time.monotonic() - started
         state = f"SKIPPED: {installed.skipped}" if installed.skipped else "ready"
         INSTALLS.append((preset, f"{AGENTS[preset][0]}: {state} ({took:.1f} s)"))
+    for preset in NATIVE:
+        installed = _native(preset)
+        _installed[preset] = installed
+        state = f"SKIPPED: {installed.skipped}" if installed.skipped else "ready"
+        INSTALLS.append((preset, f"{NATIVE[preset]}: {state}"))
 
 
 INSTALLS: list[tuple[str, str]] = []
@@ -204,6 +238,20 @@ class AgentHome:
     env: dict[str, str]
 
 
+def _codex_home(home: Path, base: str, model: str) -> dict[str, str]:
+    """A `CODEX_HOME` whose config points codex at the stub, no retries; the variables."""
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        f'model = "{model}"\nmodel_provider = "stub"\n'
+        "[model_providers.stub]\n"
+        f'name = "stub"\nbase_url = "{base}/v1"\nenv_key = "OPENAI_API_KEY"\n'
+        'wire_api = "responses"\nrequest_max_retries = 0\nstream_max_retries = 0\n',
+        encoding="utf-8",
+    )
+    return {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": FAKE_KEY}
+
+
 def agent_env(preset: str, home: Path, bin_dir: Path, stub: Stub) -> dict[str, str]:
     """The whole environment of a run: PATH, a throwaway home, the stub, fake keys."""
     env = {
@@ -223,17 +271,8 @@ def agent_env(preset: str, home: Path, bin_dir: Path, stub: Stub) -> dict[str, s
     if preset == "claude-acp":
         env |= {"ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": FAKE_KEY}
     elif preset == "codex-acp":
-        codex_home = home / ".codex"
-        codex_home.mkdir(parents=True, exist_ok=True)
-        (codex_home / "config.toml").write_text(
-            # A model codex knows, so it offers its apply_patch tool.
-            'model = "gpt-5.2-codex"\nmodel_provider = "stub"\n'
-            "[model_providers.stub]\n"
-            f'name = "stub"\nbase_url = "{base}/v1"\nenv_key = "OPENAI_API_KEY"\n'
-            'wire_api = "responses"\nrequest_max_retries = 0\nstream_max_retries = 0\n',
-            encoding="utf-8",
-        )
-        env |= {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": FAKE_KEY}
+        # A model codex knows, so it offers its apply_patch tool.
+        env |= _codex_home(home, base, "gpt-5.2-codex")
     elif preset == "gemini":
         settings = home / ".gemini"
         settings.mkdir(parents=True, exist_ok=True)
@@ -260,6 +299,32 @@ def agent_env(preset: str, home: Path, bin_dir: Path, stub: Stub) -> dict[str, s
             "OPENAI_BASE_URL": f"{base}/v1",
             "OPENAI_MODEL": "stub-model",
         }
+    elif preset == "claude":
+        env |= {
+            "ANTHROPIC_BASE_URL": base,
+            "ANTHROPIC_API_KEY": FAKE_KEY,
+            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        }
+    elif preset == "codex":
+        # `gpt-5`: a model whose plain Responses turns the stub drives (exec_command).
+        env |= _codex_home(home, base, "gpt-5")
+        # Codex asks for approval only when a command asks to leave a read-only sandbox: the
+        # user's harness.toml makes the preset's sandbox read-only (workspace-write, the
+        # default, lets every write in the workspace run unasked).
+        harness_dir = home / ".config" / "harness"
+        harness_dir.mkdir(parents=True, exist_ok=True)
+        (harness_dir / "harness.toml").write_text(
+            '[providers.codex]\npreset = "codex"\nsandbox = "read-only"\n', encoding="utf-8"
+        )
+        tmpdir = home / "tmp"
+        tmpdir.mkdir(exist_ok=True)
+        env |= {"TMPDIR": str(tmpdir)}
+    elif preset == "harness":
+        env |= {
+            "DEEPSEEK_API_KEY": FAKE_KEY,
+            "DEEPSEEK_BASE_URL": f"{base}/v1",
+            "DEEPSEEK_MODEL": "stub-model",
+        }
     elif preset == "opencode":
         config = home / ".config" / "opencode"
         config.mkdir(parents=True, exist_ok=True)
@@ -285,6 +350,9 @@ def agent_env(preset: str, home: Path, bin_dir: Path, stub: Stub) -> dict[str, s
     return env
 
 
+CODEX_HOMES_IN_CACHE = ("codex-acp", "codex")
+
+
 def _make_agent(
     preset: str, tmp_path: Path, installs: dict[str, Installed], stub: Stub
 ) -> Iterator[AgentHome]:
@@ -294,7 +362,7 @@ def _make_agent(
     # codex refuses to set up its sandbox helper (`codex-linux-sandbox`) under the temporary
     # directory, so its home lives in the cache folder, removed after the test.
     home = tmp_path / "home"
-    if preset == "codex-acp":
+    if preset in CODEX_HOMES_IN_CACHE:
         home = _cache() / "homes" / tmp_path.name
         shutil.rmtree(home, ignore_errors=True)
     workspace = tmp_path / "workspace"
@@ -305,11 +373,11 @@ def _make_agent(
             preset, workspace.resolve(), agent_env(preset, home, installed.bin_dir, stub)
         )
     finally:
-        if preset == "codex-acp":
+        if preset in CODEX_HOMES_IN_CACHE:
             shutil.rmtree(home, ignore_errors=True)
 
 
-@pytest.fixture(params=list(AGENTS))
+@pytest.fixture(params=PRESETS)
 def agent(
     request: pytest.FixtureRequest, tmp_path: Path, installs: dict[str, Installed], stub: Stub
 ) -> Iterator[AgentHome]:

@@ -4,9 +4,10 @@ The suite serves it from a thread (`conftest.py`); `python model_stub.py` runs i
 its port and serves on 127.0.0.1 until stdin closes (for trying an agent by hand). Standard
 library only. It answers
 
-- OpenAI chat completions (`POST …/chat/completions`, SSE or JSON): qwen-code, opencode;
-- OpenAI Responses (`POST …/responses`, SSE): codex-acp;
-- Anthropic Messages (`POST …/v1/messages`, SSE or JSON; `count_tokens`): claude-agent-acp;
+- OpenAI chat completions (`POST …/chat/completions`, SSE or JSON): qwen-code, opencode,
+  this project's own agent (`harness acp-agent`);
+- OpenAI Responses (`POST …/responses`, SSE): codex-acp, codex;
+- Anthropic Messages (`POST …/v1/messages`, SSE or JSON; `count_tokens`): claude-agent-acp, claude;
 - the Gemini API (`…:streamGenerateContent?alt=sse`, `:generateContent`, `:countTokens`).
 
 The scenario (`POST /__scenario`, JSON) decides every answer until the next one:
@@ -14,7 +15,7 @@ The scenario (`POST /__scenario`, JSON) decides every answer until the next one:
 file-write tool (picked by name from the tools the request offers) and answers `text` once
 the conversation holds a tool result; `"chunks": n, "delay": s` streams the text in n pieces
 `s` seconds apart (a cancel lands mid-stream); `"command": str` has codex run it
-(`exec_command`); `"status": 401, "secret": str` refuses every
+(`exec_command`; with `"escalate": true` asking to leave its sandbox); `"status": 401, "secret": str` refuses every
 request with that status and a body holding the secret. `GET /__log` lists what was asked
 (wire, path, tool names offered, whether a tool result was present, the status answered).
 """
@@ -75,7 +76,23 @@ def _has_tool_result(wire: str, body: dict[str, Any]) -> bool:
     return markers[wire] in text
 
 
-def _write_arguments(name: str, path: str, content: str) -> dict[str, Any]:
+def _tool_properties(wire: str, body: dict[str, Any], name: str) -> set[str]:
+    """Chat completions: the parameter names the tool `name` declares (else none)."""
+    if wire != "chat":
+        return set()
+    for tool in body.get("tools") or []:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and function.get("name") == name:
+            return set((function.get("parameters") or {}).get("properties") or {})
+    return set()
+
+
+def _write_arguments(
+    name: str, path: str, content: str, properties: set[str] | None = None
+) -> dict[str, Any]:
+    if properties and "path" in properties and "file_path" not in properties:
+        # This project's own agent: a path relative to its workspace.
+        return {"path": path.rsplit("/", 1)[-1], "content": content}
     if name == "write":
         return {"filePath": path, "content": content}
     if name == "apply_patch":
@@ -167,10 +184,15 @@ class Handler(BaseHTTPRequestHandler):
         if write and not has_result:
             name = next((n for n in WRITE_TOOLS if n in tools), None)
             if name is not None:
-                call = (name, _write_arguments(name, write["path"], write["content"]))
+                properties = _tool_properties(wire, body, name)
+                call = (name, _write_arguments(name, write["path"], write["content"], properties))
         command = scenario.get("command")
         if command and not has_result and "exec_command" in tools:
-            call = ("exec_command", {"cmd": command})
+            arguments: dict[str, Any] = {"cmd": command}
+            if scenario.get("escalate"):
+                # Asking to run outside the sandbox is what makes codex ask for approval.
+                arguments |= {"sandbox_permissions": "require_escalated", "justification": "go"}
+            call = ("exec_command", arguments)
         stream = wire in ("responses",) or bool(body.get("stream")) or "stream" in path.lower()
         pieces = _pieces(str(scenario.get("text", "")), int(scenario.get("chunks") or 1))
         # Only the agent's turn (a request offering tools) is slow: side requests (titles,

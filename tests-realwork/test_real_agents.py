@@ -28,11 +28,19 @@ HARNESS = [sys.executable, "-m", "harness"]
 ANSWER = "The stub says PONG-7731."
 CONTENT = "ACP_CHILD_WAS_HERE\nsecond line\n"
 REJECT_LINE = "ACP permission (policy: reject; tool kind: edit; decision: cancelled)"
+REJECT_LINES = {
+    "claude": "Claude permission (policy: reject; tool kind: edit; decision: reject_once)",
+    "codex": "Codex permission (policy: reject; tool kind: execute; decision: reject_once)",
+}
+"""The native providers' own permission lines (every ACP agent's is `REJECT_LINE`)."""
+WRITE_COMMAND = "printf 'ACP_CHILD_WAS_HERE\\nsecond line\\n' > proof.txt"
+"""codex writes with a shell command that asks to leave its read-only sandbox."""
 RUN_SECONDS = 180
 SECRET = "sk-realwork-SECRET-4f1c9e"
-AUTHENTICATION = {"claude-acp", "gemini"}
-"""Agents whose 401 reaches us as a closed fact (ACP -32000, JSON-RPC code 401); the others
-answer -32603 only (`category: transport`), as the harness README's preset table says."""
+AUTHENTICATION = {"claude-acp", "gemini", "claude", "codex"}
+"""Agents whose 401 reaches us as a closed fact (ACP -32000, JSON-RPC code 401, the native
+CLIs' own error facts); the others answer -32603 only (`category: transport`), as the harness
+README's preset table says."""
 
 
 async def _delegate(agent: Any, *args: str) -> tuple[list[dict[str, Any]], str, float]:
@@ -98,12 +106,31 @@ async def test_an_answer_completes_with_the_stubs_text(
     )
 
 
+def _write_scenario(agent: Any, text: str) -> dict[str, Any]:
+    """The stub's script for a write: the agent's own file-write tool, or codex's command."""
+    target = agent.workspace / "proof.txt"
+    if agent.preset == "codex":
+        return {"text": text, "command": WRITE_COMMAND, "escalate": True}
+    return {"text": text, "write": {"path": str(target), "content": CONTENT}}
+
+
+def _write_args(agent: Any, permission: str) -> tuple[str, ...]:
+    """ACP agents write through the client fs; the native ones (no `--fs`) write themselves.
+    codex under plain `reject` is never asked (its sandbox alone refuses): `--approve reads`
+    has it ask and be refused, which leaves the permission line."""
+    if agent.preset == "codex" and permission == "reject":
+        return ("--approve", "reads")
+    if agent.preset in REJECT_LINES:
+        return ("--permission", permission)
+    return ("--permission", permission, "--fs", "read-write")
+
+
 async def test_a_write_under_allow_leaves_the_exact_file(
     agent: Any, stub: Any, figure: Any
 ) -> None:
     target = agent.workspace / "proof.txt"
-    stub.script(text="Wrote it.", write={"path": str(target), "content": CONTENT})
-    records, err, seconds = await _delegate(agent, "--permission", "allow", "--fs", "read-write")
+    stub.script(**_write_scenario(agent, "Wrote it."))
+    records, err, seconds = await _delegate(agent, *_write_args(agent, "allow"))
     result = records[-1]
     assert result["stop_reason"] == "completed", (result, err[-1500:])
     assert target.read_bytes() == CONTENT.encode()
@@ -111,7 +138,8 @@ async def test_a_write_under_allow_leaves_the_exact_file(
     assert permissions
     assert {(p["policy"], p["decision"]) for p in permissions} == {("allow", "allow_once")}
     tools = [r for r in records if r["type"] == "tool_call"]
-    assert any(r["kind"] == "edit" for r in tools), tools
+    kind = "execute" if agent.preset == "codex" else "edit"
+    assert any(r["kind"] == kind for r in tools), tools
     figure(
         agent.preset,
         "write under allow",
@@ -121,12 +149,12 @@ async def test_a_write_under_allow_leaves_the_exact_file(
 
 async def test_a_write_under_reject_leaves_no_file(agent: Any, stub: Any, figure: Any) -> None:
     target = agent.workspace / "proof.txt"
-    stub.script(text="Could not write it.", write={"path": str(target), "content": CONTENT})
-    records, err, seconds = await _delegate(agent, "--permission", "reject", "--fs", "read-write")
+    stub.script(**_write_scenario(agent, "Could not write it."))
+    records, err, seconds = await _delegate(agent, *_write_args(agent, "reject"))
     result = records[-1]
     assert not target.exists()
     assert result["stop_reason"] in ("completed", "aborted"), (result, err[-1500:])
-    assert REJECT_LINE in (result["diagnostic"] or "")
+    assert REJECT_LINES.get(agent.preset, REJECT_LINE) in (result["diagnostic"] or ""), result
     figure(
         agent.preset,
         "write under reject",

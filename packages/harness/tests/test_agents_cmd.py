@@ -119,14 +119,24 @@ async def test_a_fake_gemini_on_path_is_found_with_its_version_and_no_key_value(
 
 
 @pytest.mark.anyio
-async def test_delegating_to_gemini_without_its_key_spawns_nothing_and_exits_2(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["delegate", "-a", "gemini", "say hi"],
+        # fanout resolves presets as delegate does, and refuses before starting any child.
+        ["fanout", "say hi", "-a", "claude-acp", "-a", "gemini", "--isolation", "none", "--yes"],
+    ],
+    ids=["delegate", "fanout"],
+)
+async def test_an_agent_without_its_key_spawns_nothing_and_exits_2(
+    tmp_path: Path, args: list[str]
 ) -> None:
     bin_dir = tmp_path / "bin"
     marker = tmp_path / "spawned"
     _fake(bin_dir, "gemini", f"touch {marker}\n")
+    _fake(bin_dir, "claude-agent-acp", f"touch {marker}\n")
     env = _base_env(tmp_path, bin_dir) | {"OPENAI_API_KEY": "o-secret"}
-    code, out, err = await _run(["delegate", "-a", "gemini", "say hi"], env)
+    code, out, err = await _run(args, env)
     assert (code, out) == (2, "")
     assert err == (
         'harness: "gemini" needs GEMINI_API_KEY set in the environment (export '
@@ -220,3 +230,27 @@ async def test_check_names_the_missing_credential_and_starts_the_found_agents(
     )
     assert agents["qwen"]["check"] is None  # not found: not started
     assert code == 1
+
+
+@pytest.mark.anyio
+async def test_fanout_runs_a_preset_named_with_no_config_table(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    _fake(bin_dir, "claude-agent-acp", f"exec {sys.executable} -m harness fake-acp-child\n")
+    # As claude-agent-acp: the session offers the `default` mode the preset selects.
+    modes = {"currentModeId": "auto", "availableModes": [{"id": "default", "name": "Default"}]}
+    script = {"text": "fanned out", "results": {"new_session": {"sessionId": "s1", "modes": modes}}}
+    env = _base_env(tmp_path, bin_dir) | {SCRIPT_ENV: json.dumps(script)}
+    args = ["fanout", "say hi", "-a", "claude-acp", "--isolation", "none", "--yes", "--json"]
+    code, out, err = await _run(args, env)
+    assert code == 0, err
+    child = next(record for record in _records(out) if record.get("agent") == "claude-acp")
+    assert (child["stop_reason"], child["output"]) == ("completed", "fanned out")
+
+
+@pytest.mark.anyio
+async def test_fanout_names_the_agents_for_an_unknown_one(tmp_path: Path) -> None:
+    args = ["fanout", "hi", "-a", "nope", "--isolation", "none", "--yes"]
+    code, _, err = await _run(args, _base_env(tmp_path, tmp_path))
+    assert code == 2
+    assert err.startswith('harness: no provider or agent named "nope" (configured: acp, ')
+    assert "agents: claude, codex, claude-acp, codex-acp, gemini, qwen, opencode, harness)" in err

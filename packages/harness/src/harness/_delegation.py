@@ -28,9 +28,8 @@ from ._delegate_view import JSONView, LiveView, PlainView, RunView
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
 from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
 from ._json_output import emit, result_record
-from ._presets import preset_names
 from ._provider_overrides import ProviderOverrides
-from ._providers import build_registry, find_provider, is_builtin, provider_settings
+from ._providers import build_registry, require_provider
 from ._signals import cancel_on_signals
 from ._start_failure import SPAWN_HINTS, spawn_reason
 from ._usage_view import usage_summary
@@ -119,15 +118,7 @@ def delegate_once(
         )
     except MissingKeyError:
         endpoint = None
-    chosen = find_provider(config, endpoint, provider)
-    if chosen is None:
-        names = ", ".join(item.name for item in provider_settings(config, endpoint))
-        raise UsageError(
-            f'no provider or agent named "{provider}" (configured: {names}; agents: '
-            f"{', '.join(preset_names())})"
-        )
-    if endpoint is None and (is_builtin(config, chosen) or chosen.kind == "model"):
-        raise MissingKeyError
+    chosen = require_provider(config, endpoint, provider)
     acp = acp or ACPOverrides()
     overrides = overrides or ProviderOverrides()
     if acp.permission is not None and overrides.approve is not None:

@@ -1,4 +1,4 @@
-"""`harness fanout`: the same prompt on several configured agents at once, then one table.
+"""`harness fanout`: the same prompt on several agents (configured or presets), then one table.
 
 The command resolves the agents as `delegate` resolves one provider, builds one registry for
 them, and hands the rest to `harness.fanout.run_fanout`; Ctrl-C and SIGTERM cancel every child
@@ -20,7 +20,7 @@ from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
 from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
 from ._isolation import IsolationError, IsolationMode
 from ._json_output import emit
-from ._providers import build_registry, is_builtin, provider_settings
+from ._providers import build_registry, require_provider
 from ._signals import cancel_on_signals
 
 
@@ -61,14 +61,9 @@ def fanout_once(
         )
     except MissingKeyError:
         endpoint = None
-    known = {item.name: item for item in provider_settings(config, endpoint)}
     chosen: list[ProviderSettings] = []
     for name in dict.fromkeys(agents):
-        settings = known.get(name)
-        if settings is None:
-            raise UsageError(f'no provider named "{name}" (configured: {", ".join(known)})')
-        if endpoint is None and (is_builtin(config, settings) or settings.kind == "model"):
-            raise MissingKeyError
+        settings = require_provider(config, endpoint, name)  # as `delegate -a` resolves it
         if settings.cwd is not None and options.isolation != "none":
             raise UsageError(
                 f"providers.{name}.cwd is set, so its child would not work in its own "

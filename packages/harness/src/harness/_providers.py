@@ -15,8 +15,9 @@ from subagent_core import SSHRemote, SubagentProvider, SubagentRegistry
 from subagent_sdk import SDKConfig, SDKProvider
 
 from ._config import API_KEY_ENV, HarnessConfig, ProviderSettings
-from ._endpoint import ResolvedEndpoint
-from ._presets import NATIVE_KINDS, PRESETS, Preset
+from ._endpoint import MissingKeyError, ResolvedEndpoint
+from ._exit import UsageError
+from ._presets import NATIVE_KINDS, PRESETS, Preset, preset_names
 from ._provider_overrides import ProviderOverrides
 from ._terminal_prompt import terminal_permission
 
@@ -99,6 +100,27 @@ def find_provider(
         if preset.name == name:
             return preset_settings(preset)
     return None
+
+
+def require_provider(
+    config: HarnessConfig, endpoint: ResolvedEndpoint | None, name: str
+) -> ProviderSettings:
+    """`find_provider`, for a command line's `-a NAME` (`delegate` and `fanout` alike).
+
+    Raises:
+        UsageError: no such provider or preset (the message lists both).
+        MissingKeyError: a built-in or `model` provider and no usable endpoint key.
+    """
+    settings = find_provider(config, endpoint, name)
+    if settings is None:
+        configured = ", ".join(item.name for item in provider_settings(config, endpoint))
+        raise UsageError(
+            f'no provider or agent named "{name}" (configured: {configured}; agents: '
+            f"{', '.join(preset_names())})"
+        )
+    if endpoint is None and (is_builtin(config, settings) or settings.kind == "model"):
+        raise MissingKeyError
+    return settings
 
 
 def is_builtin(config: HarnessConfig, settings: ProviderSettings) -> bool:
