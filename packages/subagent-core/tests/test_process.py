@@ -314,11 +314,11 @@ async def test_an_idle_reused_guard_leaves_the_last_runs_workspace(tmp_path: Pat
     removed worktree): between runs its cwd is `/`."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    script = "import os; print(os.getppid(), flush=True)"
+    # The child stays until its stdin closes (the ladder's first step, on leaving the block):
+    # had it exited at once, the guard could be idle at `/` before its cwd was read.
+    script = "import os, sys; print(os.getppid(), flush=True); sys.stdin.read()"
     with anyio.fail_after(20):
-        async with open_managed_process(
-            [sys.executable, "-c", script], cwd=workspace, stdin="devnull"
-        ) as proc:
+        async with open_managed_process([sys.executable, "-c", script], cwd=workspace) as proc:
             guard = psutil.Process(int(await read_line(proc)))
             assert guard.cwd() == str(workspace)
         # The guard reported the tree gone, then goes idle for the next spawn.
