@@ -34,47 +34,42 @@ the offending key, so the CLI can print one line and exit 2.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar, cast
+from typing import Literal, cast
 
 from subagent_core import SSHRemote
 
 from ._exit import UsageError
 from ._presets import NATIVE_KINDS, Preset, find_preset, preset_names
+from ._toml_values import (
+    CONFIG_FILE_NAME,
+    REFERENCE,
+    ConfigError,
+    read_list,
+    read_optional_string,
+    read_positive_int,
+    read_seconds,
+    read_string,
+    read_string_table,
+    read_table,
+    reject_unknown,
+)
 
 ProviderKind = Literal["acp", "sdk", "model", "claude", "codex"]
 """`claude` and `codex` are the native providers (packages `subagent-claude`, `subagent-codex`)."""
 PermissionPolicy = Literal["allow", "reject", "ask"]
 """How an ACP child's permission requests are answered; `ask` asks at the terminal."""
 FileSystemMode = Literal["none", "read", "read-write"]
-CONFIG_FILE_NAME = "harness.toml"
 DEFAULT_BASE_URL = "https://api.deepseek.com"
 DEFAULT_MODEL = "deepseek-chat"
 API_KEY_ENV = "DEEPSEEK_API_KEY"
 BASE_URL_ENV = "DEEPSEEK_BASE_URL"
 MODEL_ENV = "DEEPSEEK_MODEL"
-_T = TypeVar("_T")
-
-
-_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-"""`${NAME}` in an env value: replaced by the parent's variable NAME when the child is spawned."""
-
-
-class ConfigError(UsageError):
-    """A config file is unreadable or a key has a bad value; names the file and the dotted key."""
-
-    def __init__(self, key: str, problem: str, *, file: Path | None = None) -> None:
-        where = str(file) if file is not None else CONFIG_FILE_NAME
-        super().__init__(f"{where}: {key}: {problem}")
-        self.key = key
-        self.problem = problem
-        self.file = file
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -246,7 +241,7 @@ def resolve_references(
                 )
             return parent[name]
 
-        resolved[key] = _REFERENCE.sub(substitute, value)
+        resolved[key] = REFERENCE.sub(substitute, value)
     return resolved
 
 
@@ -347,36 +342,30 @@ def _parse(raw: Mapping[str, object], path: Path | None) -> HarnessConfig:
                 key, "unknown key (expected [model], [providers.<name>] and [mcp.<name>])"
             )
     base = path.resolve().parent if path is not None else Path.cwd()
-    model = _model(_table(raw.get("model", {}), "model"))
-    providers_raw = _table(raw.get("providers", {}), "providers")
+    model = _model(read_table(raw.get("model", {}), "model"))
+    providers_raw = read_table(raw.get("providers", {}), "providers")
     providers = tuple(
-        _provider(name, _table(value, f"providers.{name}"), base, path)
+        _provider(name, read_table(value, f"providers.{name}"), base, path)
         for name, value in providers_raw.items()
     )
-    mcp_raw = _table(raw.get("mcp", {}), "mcp")
+    mcp_raw = read_table(raw.get("mcp", {}), "mcp")
     mcp = tuple(
-        _mcp_server(name, _table(value, f"mcp.{name}"), base, path)
+        _mcp_server(name, read_table(value, f"mcp.{name}"), base, path)
         for name, value in mcp_raw.items()
     )
     return HarnessConfig(model=model, providers=providers, mcp=mcp, path=path)
 
 
-def _table(value: object, key: str) -> dict[str, object]:
-    if not isinstance(value, dict):
-        raise ConfigError(key, "must be a table")
-    return cast(dict[str, object], value)
-
-
 def _model(table: dict[str, object]) -> ModelSettings:
-    _reject_unknown(table, _MODEL_KEYS, "model")
-    statuses = _list(table, "retry_statuses", "model", item=int)
+    reject_unknown(table, _MODEL_KEYS, "model")
+    statuses = read_list(table, "retry_statuses", "model", item=int)
     for status in statuses:
         if not 100 <= status <= 599:
             raise ConfigError("model.retry_statuses", "must list HTTP status codes (100-599)")
     return ModelSettings(
-        base_url=_string(table, "base_url", "model", DEFAULT_BASE_URL),
-        model=_string(table, "model", "model", DEFAULT_MODEL),
-        max_tokens=_positive_int(table, "max_tokens", "model"),
+        base_url=read_string(table, "base_url", "model", DEFAULT_BASE_URL),
+        model=read_string(table, "model", "model", DEFAULT_MODEL),
+        max_tokens=read_positive_int(table, "max_tokens", "model"),
         retry_statuses=tuple(statuses),
     )
 
@@ -396,38 +385,38 @@ def _provider(
     kind = cast(ProviderKind, kind)
     if preset is not None and kind != preset.kind:
         raise ConfigError(f"{prefix}.kind", f'preset "{preset.name}" is of kind "{preset.kind}"')
-    _reject_unknown(table, _KIND_KEYS[kind] | ({"preset"} if preset else set()), prefix)
+    reject_unknown(table, _KIND_KEYS[kind] | ({"preset"} if preset else set()), prefix)
     if kind == "model":
-        mode = _string(table, "mode", prefix, "ask")
+        mode = read_string(table, "mode", prefix, "ask")
         if mode not in ("ask", "execute"):
             raise ConfigError(f"{prefix}.mode", 'must be "ask" or "execute"')
         return ProviderSettings(name=name, kind=kind, mode=mode, source=source)
-    command = _optional_string(table, "command", prefix)
+    command = read_optional_string(table, "command", prefix)
     if command is None and preset is not None and kind not in NATIVE_KINDS:
         command = preset.command or preset.program
     if command is None and kind not in NATIVE_KINDS:
         # The native providers find their CLI themselves (on PATH or bundled in a wheel).
         raise ConfigError(f"{prefix}.command", "is required (the program to start)")
-    sandbox = _string(table, "sandbox", prefix, "workspace-write")
+    sandbox = read_string(table, "sandbox", prefix, "workspace-write")
     if sandbox not in ("read-only", "workspace-write", "danger-full-access"):
         raise ConfigError(
             f"{prefix}.sandbox", 'must be "read-only", "workspace-write" or "danger-full-access"'
         )
-    cwd_text = _optional_string(table, "cwd", prefix)
+    cwd_text = read_optional_string(table, "cwd", prefix)
     cwd = None if cwd_text is None else (base / cwd_text).resolve()
-    env = _string_table(table, "env", prefix)
+    env = read_string_table(table, "env", prefix)
     if preset is not None:
         env = {**preset.env, **env}
-    permission = _string(table, "permission", prefix, "reject")
+    permission = read_string(table, "permission", prefix, "reject")
     if permission not in ("allow", "reject", "ask"):
         raise ConfigError(f"{prefix}.permission", 'must be "allow", "reject" or "ask"')
-    fs = _string(table, "fs", prefix, "none")
+    fs = read_string(table, "fs", prefix, "none")
     if fs not in ("none", "read", "read-write"):
         raise ConfigError(f"{prefix}.fs", 'must be "none", "read" or "read-write"')
     terminal = table.get("terminal", False)
     if not isinstance(terminal, bool):
         raise ConfigError(f"{prefix}.terminal", "must be true or false")
-    args = tuple(_list(table, "args", prefix, item=str))
+    args = tuple(read_list(table, "args", prefix, item=str))
     if preset is not None and "args" not in table:
         args = preset.args
     return ProviderSettings(
@@ -440,25 +429,25 @@ def _provider(
         permission=permission,
         fs=fs,
         terminal=terminal,
-        sdk_provider=_string(table, "provider", prefix, "deepseek-official"),
-        sdk_model=_string(table, "model", prefix, DEFAULT_MODEL),
-        claude_model=_optional_string(table, "model", prefix) if kind == "claude" else None,
-        child_model=_optional_string(table, "model", prefix) if kind != "sdk" else None,
-        child_mode=_optional_string(table, "mode", prefix) or (preset.mode if preset else None),
-        max_tokens=_positive_int(table, "max_tokens", prefix),
+        sdk_provider=read_string(table, "provider", prefix, "deepseek-official"),
+        sdk_model=read_string(table, "model", prefix, DEFAULT_MODEL),
+        claude_model=read_optional_string(table, "model", prefix) if kind == "claude" else None,
+        child_model=read_optional_string(table, "model", prefix) if kind != "sdk" else None,
+        child_mode=read_optional_string(table, "mode", prefix) or (preset.mode if preset else None),
+        max_tokens=read_positive_int(table, "max_tokens", prefix),
         sandbox=sandbox,
-        codex_model=_optional_string(table, "model", prefix) if kind == "codex" else None,
-        config_overrides=_string_table(table, "config_overrides", prefix),
-        dispose_eof_grace_seconds=_seconds(
+        codex_model=read_optional_string(table, "model", prefix) if kind == "codex" else None,
+        config_overrides=read_string_table(table, "config_overrides", prefix),
+        dispose_eof_grace_seconds=read_seconds(
             table,
             "dispose_eof_grace_seconds",
             prefix,
             preset.dispose_eof_grace_seconds if preset else 0.5,
         ),
-        dispose_grace_seconds=_seconds(
+        dispose_grace_seconds=read_seconds(
             table, "dispose_grace_seconds", prefix, preset.dispose_grace_seconds if preset else 0.5
         ),
-        dispose_kill_grace_seconds=_seconds(
+        dispose_kill_grace_seconds=read_seconds(
             table,
             "dispose_kill_grace_seconds",
             prefix,
@@ -474,7 +463,7 @@ def _provider(
 
 
 def _preset(table: Mapping[str, object], prefix: str) -> Preset | None:
-    name = _optional_string(table, "preset", prefix)
+    name = read_optional_string(table, "preset", prefix)
     if name is None:
         return None
     preset = find_preset(name)
@@ -490,19 +479,19 @@ def _remote(table: Mapping[str, object], base: Path, prefix: str) -> SSHRemote |
     """`remote = { destination = "user@host", port = 22, identity_file = "…", options = […] }`."""
     if "remote" not in table:
         return None
-    remote = _table(table["remote"], f"{prefix}.remote")
-    _reject_unknown(remote, _REMOTE_KEYS, f"{prefix}.remote")
-    destination = _optional_string(remote, "destination", f"{prefix}.remote")
+    remote = read_table(table["remote"], f"{prefix}.remote")
+    reject_unknown(remote, _REMOTE_KEYS, f"{prefix}.remote")
+    destination = read_optional_string(remote, "destination", f"{prefix}.remote")
     if destination is None:
         raise ConfigError(f"{prefix}.remote.destination", "is required (the host to run on)")
-    identity = _optional_string(remote, "identity_file", f"{prefix}.remote")
+    identity = read_optional_string(remote, "identity_file", f"{prefix}.remote")
     try:
         return SSHRemote(
             destination=destination,
-            port=_positive_int(remote, "port", f"{prefix}.remote"),
+            port=read_positive_int(remote, "port", f"{prefix}.remote"),
             identity_file=None if identity is None else base / Path(identity).expanduser(),
-            options=tuple(_list(remote, "options", f"{prefix}.remote", item=str)),
-            python=_string(remote, "python", f"{prefix}.remote", "python3"),
+            options=tuple(read_list(remote, "options", f"{prefix}.remote", item=str)),
+            python=read_string(remote, "python", f"{prefix}.remote", "python3"),
         )
     except ValueError as error:
         # The message names the field ("remote.port must …") and never the value.
@@ -519,23 +508,23 @@ def _mcp_server(
 ) -> MCPServerSettings:
     prefix = f"mcp.{name}"
     if "url" in table:
-        _reject_unknown(table, _MCP_HTTP_KEYS, prefix)
-        url = _optional_string(table, "url", prefix)
+        reject_unknown(table, _MCP_HTTP_KEYS, prefix)
+        url = read_optional_string(table, "url", prefix)
         if url is None or not url.startswith(("http://", "https://")):
             raise ConfigError(f"{prefix}.url", "must be an http:// or https:// URL")
         return MCPServerSettings(
-            name=name, url=url, headers=_string_table(table, "headers", prefix), source=source
+            name=name, url=url, headers=read_string_table(table, "headers", prefix), source=source
         )
-    _reject_unknown(table, _MCP_STDIO_KEYS, prefix)
-    command = _optional_string(table, "command", prefix)
+    reject_unknown(table, _MCP_STDIO_KEYS, prefix)
+    command = read_optional_string(table, "command", prefix)
     if command is None:
         raise ConfigError(prefix, "needs command (a stdio server) or url (streamable HTTP)")
-    cwd_text = _optional_string(table, "cwd", prefix)
+    cwd_text = read_optional_string(table, "cwd", prefix)
     return MCPServerSettings(
         name=name,
         command=command,
-        args=tuple(_list(table, "args", prefix, item=str)),
-        env=_string_table(table, "env", prefix),
+        args=tuple(read_list(table, "args", prefix, item=str)),
+        env=read_string_table(table, "env", prefix),
         cwd=None if cwd_text is None else (base / cwd_text).resolve(),
         source=source,
     )
@@ -559,68 +548,3 @@ def parse_mcp_flag(value: str) -> MCPServerSettings:
     except ValueError:
         raise UsageError(f"--mcp {name}: the command line has unbalanced quotes") from None
     return MCPServerSettings(name=name, command=argv[0], args=tuple(argv[1:]))
-
-
-def _string_table(table: Mapping[str, object], key: str, prefix: str) -> dict[str, str]:
-    """A table of strings whose `${NAME}` references are well formed (resolved later)."""
-    values = _table(table.get(key, {}), f"{prefix}.{key}")
-    for name, value in values.items():
-        if not isinstance(value, str):
-            raise ConfigError(f"{prefix}.{key}.{name}", "must be a string")
-        if "${" in _REFERENCE.sub("", value):
-            raise ConfigError(
-                f"{prefix}.{key}.{name}", "a reference must read ${NAME} (letters, digits, _)"
-            )
-    return cast(dict[str, str], values)
-
-
-def _reject_unknown(table: Mapping[str, object], allowed: set[str], prefix: str) -> None:
-    for key in table:
-        if key not in allowed:
-            raise ConfigError(f"{prefix}.{key}", "unknown key")
-
-
-def _optional_string(table: Mapping[str, object], key: str, prefix: str) -> str | None:
-    if key not in table:
-        return None
-    value = table[key]
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{prefix}.{key}", "must be a non-empty string")
-    return value
-
-
-def _string(table: Mapping[str, object], key: str, prefix: str, default: str) -> str:
-    value = _optional_string(table, key, prefix)
-    return default if value is None else value
-
-
-def _positive_int(table: Mapping[str, object], key: str, prefix: str) -> int | None:
-    if key not in table:
-        return None
-    value = table[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{prefix}.{key}", "must be a positive integer")
-    return value
-
-
-def _seconds(table: Mapping[str, object], key: str, prefix: str, default: float) -> float:
-    if key not in table:
-        return default
-    value = table[key]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{prefix}.{key}", "must be a number of seconds")
-    seconds = float(value)
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ConfigError(f"{prefix}.{key}", "must be positive and finite")
-    return seconds
-
-
-def _list(table: Mapping[str, object], key: str, prefix: str, *, item: type[_T]) -> list[_T]:
-    value = table.get(key, [])
-    if not isinstance(value, list):
-        raise ConfigError(f"{prefix}.{key}", f"must be a list of {item.__name__}")
-    items = cast(list[object], value)
-    for element in items:
-        if not isinstance(element, item) or isinstance(element, bool):
-            raise ConfigError(f"{prefix}.{key}", f"must be a list of {item.__name__}")
-    return cast(list[_T], items)
