@@ -122,7 +122,7 @@ def result_diagnostic(
     permission: str | None,
     refused: str | None,
 ) -> str | None:
-    """Composes a settled result's diagnostic from its facts (`diagnostics.md` composition).
+    """Composes a settled result's diagnostic from its facts (failure, then permission).
 
     `error` → the failure line, then the permission line when a permission request took part;
     `max-tokens`, `refusal`, a remote `aborted` → the permission line alone (if any);

@@ -548,7 +548,7 @@ class CodexRun(SubagentRun):
         return "exit", None
 
     def _lost(self, stage: Stage, called: Called, value: object) -> Failure:
-        """Classifies a failed request or a lost wire by the rules in `diagnostics.md`."""
+        """Classifies a failed request or a lost wire by the safe-diagnostics rules."""
         proc = self._proc
         outcome = None if proc is None else proc.outcome
         exit_stage: Stage = "process" if stage == "prompt" else stage
