@@ -16,7 +16,7 @@ import anyio
 import psutil
 import pytest
 from subagent_core import SubagentRequest
-from subagent_core.kit import ChildCommand, open_managed_process
+from subagent_core.kit import ChildCommand, SpawnError, open_managed_process
 from subagent_ray._channel import RayChannel
 from subagent_ray.testing import MARKER_ENV, host_workers, marked_processes, wait_until_gone
 
@@ -237,6 +237,57 @@ async def test_raylet_sigkill_leaves_nothing_within_3_seconds(
             assert TRANSPORT in result.diagnostic.splitlines()[0]
         finally:
             cluster.remove_node(node, allow_graceful=False)
+
+
+async def test_a_host_start_no_node_can_take_does_not_stall_the_other_hosts_lease(
+    cluster, placement_on, marker
+) -> None:
+    # Placing a host blocks for up to its start bound (here longer than the 10 s lease); the
+    # lease thread must go on renewing the hosts that already run, so node_a's stays the same.
+    from subagent_ray import RayPlacement
+    from subagent_ray._driver import host_for
+
+    async def node_a_host() -> tuple[int, bool]:
+        placement = placement_on("node_a")
+        host = await host_for(
+            None,
+            placement.resources,
+            address=placement.address,
+            namespace=None,
+            lease_seconds=placement.lease_seconds,
+            start_timeout_seconds=placement.start_timeout_seconds,
+        )
+        return host.worker_pid, host.lost
+
+    async def run_on_node_a() -> None:
+        command = ChildCommand(
+            command=sys.executable,
+            args=("-c", "print('ok')"),
+            env={MARKER_ENV: marker},
+            remote=placement_on("node_a"),
+        )
+        received = b""
+        async with open_managed_process(command, stdout="pipe") as proc:
+            assert proc.stdout is not None
+            with contextlib.suppress(anyio.EndOfStream):
+                while True:
+                    received += await proc.stdout.receive()
+            assert (await proc.wait()).exit_code == 0
+        assert received == b"ok\n"
+
+    with anyio.fail_after(90):
+        await run_on_node_a()
+        before = await node_a_host()
+        nowhere = RayPlacement(
+            address=cluster.address, resources={"no_such_node": 1.0}, start_timeout_seconds=13
+        )
+        stuck = ChildCommand(command=sys.executable, args=("-c", ""), remote=nowhere)
+        with pytest.raises(SpawnError) as refused:
+            async with open_managed_process(stuck, stdout="devnull"):
+                pass
+        assert refused.value.reason == "unreachable"
+        await run_on_node_a()
+        assert await node_a_host() == before
 
 
 async def test_100_concurrent_runs_across_two_nodes_share_two_hosts(

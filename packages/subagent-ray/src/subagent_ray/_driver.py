@@ -16,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
 import anyio.to_thread
+from anyio.lowlevel import RunVar
 
 _INSTALL_HINT = (
     "subagent-ray needs the `ray` package (2.60): install subagent-ray with its "
@@ -31,6 +33,13 @@ RENEW_SECONDS = 2.0
 """How often the driver renews each host's lease."""
 _MAX_CONCURRENCY = 10_000
 """Concurrent calls one host serves: a run keeps up to three waiting (stdout, stderr, wait)."""
+SPAWN_SLOTS = 8
+"""Children one event loop starts on one host at a time. A start is two interpreter launches
+on the node (launcher, guard): a hundred at once would share the node's CPUs a hundred ways,
+and each start's bound would measure the line in front of it rather than the start."""
+_spawn_slots: RunVar[weakref.WeakKeyDictionary[Host, anyio.Semaphore]] = RunVar(
+    "subagent_ray_spawn_slots"
+)
 
 
 class HostLostError(Exception):
@@ -110,6 +119,20 @@ class Host:
         """Calls a host method and waits for its answer (`HostLostError` when it is gone)."""
         return await self.answer(self.submit(method, *args))
 
+    def spawn_slots(self) -> anyio.Semaphore:
+        """This event loop's `SPAWN_SLOTS` starts on this host; waiting for one is a plain,
+        cancellable wait (nothing has started yet)."""
+        table: weakref.WeakKeyDictionary[Host, anyio.Semaphore]
+        try:
+            table = _spawn_slots.get()
+        except LookupError:
+            table = weakref.WeakKeyDictionary()
+            _spawn_slots.set(table)
+        slots = table.get(self)
+        if slots is None:
+            slots = table[self] = anyio.Semaphore(SPAWN_SLOTS)
+        return slots
+
     def _lose(self, error: Exception) -> HostLostError:
         if not is_ray_error(error):
             raise error
@@ -119,12 +142,20 @@ class Host:
 
 
 class _Driver:
-    """Process-wide: the Ray connection, the hosts by key and by node, the lease thread."""
+    """Process-wide: the Ray connection, the hosts by key and by node, the lease thread.
+
+    Two kinds of lock, so that a slow start never stalls the lease: `_lock` guards the tables
+    and is held only for dict work (the lease thread takes it every renewal); `_starting`
+    holds one lock per key across connecting and placing a host, which can take the whole
+    start bound on a loaded or new node. Other keys' starts, and every renewal, go on.
+    """
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
         self._hosts: dict[HostKey, Host] = {}
         self._by_node: dict[str, Host] = {}
+        self._starting: dict[HostKey, threading.Lock] = {}
+        self._connect = threading.Lock()
         self._lease: threading.Thread | None = None
         self._host_class: Any = None
 
@@ -137,7 +168,8 @@ class _Driver:
                 self._hosts.clear()
                 self._by_node.clear()
             return None
-        host = self._hosts.get(key)
+        with self._lock:
+            host = self._hosts.get(key)
         return None if host is None or host.lost else host
 
     def forget(self, host: Host) -> None:
@@ -168,37 +200,42 @@ class _Driver:
         """
         ray = ray_module()
         with self._lock:
+            starting = self._starting.setdefault(key, threading.Lock())
+        with starting:
             host = self.known(key)
             if host is not None:
                 return host
             try:
-                if not ray.is_initialized():
-                    ray.init(
-                        address=address,
-                        namespace=namespace,
-                        log_to_driver=False,
-                        logging_level="warning",
-                    )
+                with self._connect:
+                    if not ray.is_initialized():
+                        ray.init(
+                            address=address,
+                            namespace=namespace,
+                            log_to_driver=False,
+                            logging_level="warning",
+                        )
                 host = self._create(ray, key, lease_seconds, start_timeout_seconds)
             except ImportError:
                 raise
             except Exception:
                 raise HostLostError from None
-            self._hosts[key] = host
-            if self._lease is None:
-                self._lease = threading.Thread(
-                    target=self._renew, name="subagent-ray lease", daemon=True
-                )
-                self._lease.start()
+            with self._lock:
+                self._hosts[key] = host
+                if self._lease is None:
+                    self._lease = threading.Thread(
+                        target=self._renew, name="subagent-ray lease", daemon=True
+                    )
+                    self._lease.start()
             return host
 
     def _create(self, ray: Any, key: HostKey, lease_seconds: float, timeout: float) -> Host:
-        if self._host_class is None:
-            if sys.platform == "win32":
-                raise HostLostError  # node hosts run on Linux only
-            from ._host import NodeHost
+        with self._connect:
+            if self._host_class is None:
+                if sys.platform == "win32":
+                    raise HostLostError  # node hosts run on Linux only
+                from ._host import NodeHost
 
-            self._host_class = ray.remote(NodeHost)
+                self._host_class = ray.remote(NodeHost)
         options: dict[str, object] = {
             "num_cpus": 0,
             "max_restarts": 0,
@@ -221,15 +258,15 @@ class _Driver:
             with contextlib.suppress(Exception):
                 ray.kill(actor)
             raise
-        existing = self._by_node.get(node_id)
-        if existing is not None and not existing.lost:
-            # One host per node: this key's resources landed where a host already runs.
-            with contextlib.suppress(Exception):
-                ray.kill(actor)
-            return existing
-        host = Host(actor, node_id, worker_pid)
-        self._by_node[node_id] = host
-        return host
+        with self._lock:
+            existing = self._by_node.get(node_id)
+            if existing is None or existing.lost:
+                host = self._by_node[node_id] = Host(actor, node_id, worker_pid)
+                return host
+        # One host per node: this key's resources landed where a host already runs.
+        with contextlib.suppress(Exception):
+            ray.kill(actor)
+        return existing
 
     def _renew(self) -> None:
         tick = threading.Event()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import uuid
@@ -24,7 +25,8 @@ DEFAULT_GRACE_SECONDS = 0.5
 DEFAULT_LEASE_SECONDS = 10.0
 """A host whose driver has not renewed for this long ends its children (renewed every 2 s)."""
 DEFAULT_START_TIMEOUT_SECONDS = 30.0
-"""Bound on connecting, placing the node host and starting one child."""
+"""Bound on connecting and placing the node host, and again on starting one child (the wait
+for a start slot on a busy host is not counted)."""
 _ROUND_TRIP_SECONDS = 1.0
 
 
@@ -79,7 +81,8 @@ class RayPlacement:
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     """A host not renewed for this long (a lost driver) ends every child it holds."""
     start_timeout_seconds: float = DEFAULT_START_TIMEOUT_SECONDS
-    """Bound on reaching the cluster and starting the host and the child: past it, a start
+    """Bound on reaching the cluster and placing the host, and again on the host starting the
+    child (a start waiting behind others on the same host is not counted): past it, a start
     error (`process-start`)."""
 
     def __post_init__(self) -> None:
@@ -160,13 +163,12 @@ class RayPlacement:
         relay_stderr: bool,
         graces: tuple[float, float, float],
     ) -> AsyncGenerator[ManagedProcess]:
-        answer: object = "unreachable"
         host: Host | None = None
         child_id = uuid.uuid4().hex
-        # Shielded and bounded: a cancel landing while the host starts the child would leave
-        # the child with no owner here (the host would end it only with its lease).
-        with anyio.CancelScope(shield=True), anyio.move_on_after(self.start_timeout_seconds):
-            try:
+        # Reaching the cluster and placing the host start nothing on a node: a cancel here
+        # leaves at most a host being created in its thread, which the next start reuses.
+        with anyio.move_on_after(self.start_timeout_seconds):
+            with contextlib.suppress(HostLostError):
                 host = await host_for(
                     self.node_id,
                     self.resources,
@@ -175,23 +177,14 @@ class RayPlacement:
                     lease_seconds=self.lease_seconds,
                     start_timeout_seconds=self.start_timeout_seconds,
                 )
-                answer = await host.call(
-                    "spawn",
-                    child_id,
-                    argv,
-                    env,
-                    cwd,
-                    "pipe" if relay_stderr else "devnull",
-                    self.eof_grace_seconds,
-                    self.term_grace_seconds,
-                )
-            except HostLostError:
-                answer = "unreachable"
-        if not isinstance(answer, int) and host is not None:
+        if host is None:
+            raise SpawnError("unreachable")
+        async with host.spawn_slots():
+            answer = await self._spawn(host, child_id, argv, env, cwd, relay_stderr)
+        if not isinstance(answer, int):
             host.fire("release", child_id)  # too slow: whatever did start is ended
-        if isinstance(answer, str) or host is None:
-            raise SpawnError(answer if isinstance(answer, str) else "unreachable")
-        guard_pid = cast(int, answer)
+            raise SpawnError(answer)
+        guard_pid = answer
         channel = RayChannel(host, child_id, guard_pid, stderr=relay_stderr)
         async with open_channel_process(
             channel,
@@ -201,3 +194,37 @@ class RayPlacement:
             kill_grace_seconds=graces[2],
         ) as managed:
             yield managed
+
+    async def _spawn(
+        self,
+        host: Host,
+        child_id: str,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str,
+        relay_stderr: bool,
+    ) -> int | str:
+        """The host's answer to one start: the guard's pid, or a closed refusal reason.
+
+        Shielded and bounded: a cancel landing while the host starts the child would leave the
+        child with no owner here (the host would end it only with its lease).
+        """
+        answer: int | str = "unreachable"
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self.start_timeout_seconds):
+            try:
+                answer = cast(
+                    "int | str",
+                    await host.call(
+                        "spawn",
+                        child_id,
+                        argv,
+                        env,
+                        cwd,
+                        "pipe" if relay_stderr else "devnull",
+                        self.eof_grace_seconds,
+                        self.term_grace_seconds,
+                    ),
+                )
+            except HostLostError:
+                answer = "unreachable"
+        return answer
