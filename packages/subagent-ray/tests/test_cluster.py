@@ -38,13 +38,16 @@ async def test_fake_acp_child_completes_on_the_named_node(make_config, registry_
     assert result.output.startswith("hello from node b")
 
 
-async def test_the_child_runs_where_the_resources_are(cluster, marker, placement_on) -> None:
+async def test_the_child_runs_where_the_resources_are_in_its_cwd(
+    cluster, marker, placement_on, tmp_path
+) -> None:
     import ray
 
-    probe = "print('here')"
+    probe = "import os; print('here', os.getcwd())"
     command = ChildCommand(
         command=sys.executable,
         args=("-c", probe),
+        cwd=tmp_path,
         env={MARKER_ENV: marker},
         remote=placement_on("node_b"),
     )
@@ -55,7 +58,7 @@ async def test_the_child_runs_where_the_resources_are(cluster, marker, placement
             with contextlib.suppress(anyio.EndOfStream):
                 while True:
                     output += await proc.stdout.receive()
-            assert output == b"here\n"
+            assert output == f"here {tmp_path}\n".encode()
             assert (await proc.wait()).exit_code == 0
             channel = proc.raw
     node_b = next(node["NodeID"] for node in ray.nodes() if "node_b" in node["Resources"])

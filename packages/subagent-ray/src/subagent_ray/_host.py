@@ -130,7 +130,7 @@ def _start(
         ]
         launcher = os.posix_spawn(
             sys.executable,
-            launcher_argv(sys.executable, _guard_path(), argv, eof_grace, term_grace),
+            launcher_argv(sys.executable, cwd, _guard_path(), argv, eof_grace, term_grace),
             env,
             file_actions=actions,
             setsid=True,

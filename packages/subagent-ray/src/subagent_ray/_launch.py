@@ -22,8 +22,9 @@ if os.fork():
 os.set_inheritable(status, False)
 for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
     signal.signal(sig, signal.SIG_IGN)
-argv = sys.argv[1:]
+cwd, argv = sys.argv[1], sys.argv[2:]
 try:
+    os.chdir(cwd)
     guard = os.posix_spawn(
         sys.executable, [sys.executable, "-I", "-S", *argv], os.environ,
         setsigdef=(signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE),
@@ -44,7 +45,10 @@ while True:
 code = os.waitstatus_to_exitcode(code)
 os.write(status, b"exit %d\\n" % (code if code >= 0 else 128 - code))
 """
-"""`python -I -S -c LAUNCHER GUARD-PATH --eof-grace S --term-grace S -- CMD ARGS…`.
+"""`python -I -S -c LAUNCHER CWD GUARD-PATH --eof-grace S --term-grace S -- CMD ARGS…`.
+
+The watcher enters CWD before it starts the guard (`posix_spawn` here cannot change
+directory), so the guard and the agent start there: the run's workspace, not the worker's.
 
 fd 0/1/2 are the child's stdio pipes, fd 3 the status pipe; every other descriptor is closed
 first, so no other child's stdin write end can leak into this tree (it would keep that
@@ -54,15 +58,16 @@ sends: only the guard decides when the tree ends.
 
 
 def launcher_argv(
-    python: str, guard: str, argv: list[str], eof_grace: float, term_grace: float
+    python: str, cwd: str, guard: str, argv: list[str], eof_grace: float, term_grace: float
 ) -> list[str]:
-    """The launcher's argv for one child."""
+    """The launcher's argv for one child that starts in `cwd`."""
     return [
         python,
         "-I",
         "-S",
         "-c",
         LAUNCHER,
+        cwd,
         guard,
         "--eof-grace",
         repr(eof_grace),
