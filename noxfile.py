@@ -74,12 +74,17 @@ def realwork(session: nox.Session) -> None:
 def ray(session: nox.Session) -> None:
     """subagent-ray's tests on a real local 3-node Ray cluster (serial; its own session because
     the cluster costs ~1.5 GB and tens of seconds to start, so it is not in `tests`)."""
+    # The harness with its `[ray]` extra: `harness fanout` across the cluster's nodes.
     _sync(
         session,
         "--package",
         "subagent-ray",
         "--package",
         "subagent-acp",
+        "--package",
+        "subagent-harness",
+        "--extra",
+        "ray",
         "--no-default-groups",
         "--group",
         "dev",

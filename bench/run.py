@@ -38,6 +38,7 @@ import case_harness
 import case_model
 import case_prewarm
 import case_process
+import case_ray
 import case_sdk
 import case_siblings
 from _context import BENCH, Context
@@ -64,6 +65,8 @@ CASES: dict[str, Case] = {
     "fanout-isolation": case_fanout_isolation.fanout_isolation,
     "claude": case_claude.native_vs_acp,
     "codex": case_codex.codex,
+    # Last: it starts a Ray cluster and makes this process its driver (skipped without ray).
+    "ray": case_ray.ray,
 }
 
 

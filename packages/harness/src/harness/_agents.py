@@ -86,7 +86,8 @@ def _row(settings: ProviderSettings, configured: bool, environ: dict[str, str]) 
     preset = find_preset(settings.preset or "")
     installed = settings.kind not in NATIVE_KINDS or native_installed(settings.kind)
     program = settings.command or (preset.program if preset else settings.kind)
-    path = None if settings.remote is not None else shutil.which(program, path=environ.get("PATH"))
+    elsewhere = settings.remote is not None or settings.ray is not None
+    path = None if elsewhere else shutil.which(program, path=environ.get("PATH"))
     install = preset.install if preset else None
     if settings.kind in NATIVE_KINDS and not installed:
         install = f"pip install '{NATIVE_PACKAGES[settings.kind][1]}[cli]'"
@@ -250,6 +251,8 @@ def _found_cell(row: AgentRow) -> str:
         return "not installed"
     if row.settings.remote is not None:
         return "remote"
+    if row.settings.ray is not None:
+        return "on ray"
     return "found" if row.path is not None else "not found"
 
 

@@ -20,6 +20,8 @@ Example::
     kind = "sdk"
     command = "harness"
     args = ["sdk-runtime"]
+    placement = "ray"             # or an ssh `remote = {…}`; see _placement_config
+    ray = { resources = { node_b = 0.001 } }
 
 Discovery: `--config PATH`, else `<workspace>/harness.toml`, else `harness.toml` in the user
 config directory (`platformdirs`: `$XDG_CONFIG_HOME/harness/` on Linux), else the defaults. A
@@ -45,6 +47,7 @@ from typing import Literal, cast
 from subagent_core import SSHRemote
 
 from ._exit import UsageError
+from ._placement_config import PLACEMENT_KEYS, RaySettings, read_placement
 from ._presets import NATIVE_KINDS, Preset, find_preset, preset_names
 from ._toml_values import (
     CONFIG_FILE_NAME,
@@ -120,7 +123,9 @@ class ProviderSettings:
     dispose_grace_seconds: float = 0.5
     dispose_kill_grace_seconds: float = 3.0
     remote: SSHRemote | None = None
-    """acp/sdk: run the child on another host through `ssh` (the `remote = {…}` table)."""
+    """Process kinds: run the child on another host through `ssh` (the `remote = {…}` table)."""
+    ray: RaySettings | None = None
+    """Process kinds: run the child on a Ray cluster node (`placement = "ray"`, `ray = {…}`)."""
     preset: str | None = None
     """The preset this provider was made from (`harness agents` names it), or None."""
     child_model: str | None = None
@@ -273,7 +278,7 @@ _PROCESS_KEYS = {
     "dispose_eof_grace_seconds",
     "dispose_grace_seconds",
     "dispose_kill_grace_seconds",
-    "remote",
+    *PLACEMENT_KEYS,
 }
 _KIND_KEYS: dict[str, set[str]] = {
     "acp": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "fs", "terminal", "model", "mode"},
@@ -417,6 +422,7 @@ def _provider(
     if not isinstance(terminal, bool):
         raise ConfigError(f"{prefix}.terminal", "must be true or false")
     args = tuple(read_list(table, "args", prefix, item=str))
+    remote, ray = read_placement(table, base, prefix)
     if preset is not None and "args" not in table:
         args = preset.args
     return ProviderSettings(
@@ -453,7 +459,8 @@ def _provider(
             prefix,
             preset.dispose_kill_grace_seconds if preset else 3.0,
         ),
-        remote=_remote(table, base, prefix),
+        remote=remote,
+        ray=ray,
         preset=None if preset is None else preset.name,
         unset_env=() if preset is None else preset.unset,
         credentials=() if preset is None else preset.credentials,
@@ -470,33 +477,6 @@ def _preset(table: Mapping[str, object], prefix: str) -> Preset | None:
     if preset is None:
         raise ConfigError(f"{prefix}.preset", f"must be one of {', '.join(preset_names())}")
     return preset
-
-
-_REMOTE_KEYS = {"destination", "port", "identity_file", "options", "python"}
-
-
-def _remote(table: Mapping[str, object], base: Path, prefix: str) -> SSHRemote | None:
-    """`remote = { destination = "user@host", port = 22, identity_file = "…", options = […] }`."""
-    if "remote" not in table:
-        return None
-    remote = read_table(table["remote"], f"{prefix}.remote")
-    reject_unknown(remote, _REMOTE_KEYS, f"{prefix}.remote")
-    destination = read_optional_string(remote, "destination", f"{prefix}.remote")
-    if destination is None:
-        raise ConfigError(f"{prefix}.remote.destination", "is required (the host to run on)")
-    identity = read_optional_string(remote, "identity_file", f"{prefix}.remote")
-    try:
-        return SSHRemote(
-            destination=destination,
-            port=read_positive_int(remote, "port", f"{prefix}.remote"),
-            identity_file=None if identity is None else base / Path(identity).expanduser(),
-            options=tuple(read_list(remote, "options", f"{prefix}.remote", item=str)),
-            python=read_string(remote, "python", f"{prefix}.remote", "python3"),
-        )
-    except ValueError as error:
-        # The message names the field ("remote.port must …") and never the value.
-        key, _, problem = str(error).partition(" ")
-        raise ConfigError(f"{prefix}.{key}", problem) from None
 
 
 _MCP_STDIO_KEYS = {"command", "args", "env", "cwd"}

@@ -11,12 +11,13 @@ from typing import TypedDict
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_claude import ClaudeConfig, ClaudeProvider
 from subagent_codex import CodexConfig, CodexProvider
-from subagent_core import SSHRemote, SubagentProvider, SubagentRegistry
+from subagent_core import Placement, SubagentProvider, SubagentRegistry
 from subagent_sdk import SDKConfig, SDKProvider
 
 from ._config import API_KEY_ENV, HarnessConfig, ProviderSettings
 from ._endpoint import MissingKeyError, ResolvedEndpoint
 from ._exit import UsageError
+from ._placement_config import ray_placement
 from ._presets import NATIVE_KINDS, PRESETS, Preset, preset_names
 from ._provider_overrides import ProviderOverrides
 from ._terminal_prompt import terminal_permission
@@ -173,7 +174,7 @@ def build_provider(
             dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
             dispose_grace_seconds=settings.dispose_grace_seconds,
             dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
-            remote=settings.remote,
+            remote=placement_of(settings),
         )
         return CodexProvider(overrides.apply(codex, provider=settings.name))
     if settings.kind == "sdk":
@@ -190,6 +191,18 @@ def build_provider(
     return model_provider(settings, endpoint=endpoint, workspace=workspace)
 
 
+def placement_of(settings: ProviderSettings) -> Placement | None:
+    """Where the child of `settings` runs: its ssh remote, its Ray cluster, or here (None).
+
+    Raises:
+        UsageError: a Ray placement and no `subagent-ray` installed (names the extra).
+        ConfigError: `subagent-ray` refused a value of the `ray` table.
+    """
+    if settings.ray is not None:
+        return ray_placement(settings.ray, provider=settings.name, source=settings.source)
+    return settings.remote
+
+
 class _ProcessFields(TypedDict):
     """What ACPConfig and SDKConfig share: the child's command line, place and teardown."""
 
@@ -201,7 +214,7 @@ class _ProcessFields(TypedDict):
     dispose_eof_grace_seconds: float
     dispose_grace_seconds: float
     dispose_kill_grace_seconds: float
-    remote: SSHRemote | None
+    remote: Placement | None
 
 
 def _claude_config(settings: ProviderSettings) -> ClaudeConfig:
@@ -217,7 +230,7 @@ def _claude_config(settings: ProviderSettings) -> ClaudeConfig:
         dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
         dispose_grace_seconds=settings.dispose_grace_seconds,
         dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
-        remote=settings.remote,
+        remote=placement_of(settings),
     )
 
 
@@ -232,7 +245,7 @@ def _process_fields(settings: ProviderSettings) -> _ProcessFields:
         dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
         dispose_grace_seconds=settings.dispose_grace_seconds,
         dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
-        remote=settings.remote,
+        remote=placement_of(settings),
     )
 
 
