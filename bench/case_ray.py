@@ -5,8 +5,10 @@
 Last in the suite: the cluster costs ~1.5 GB and tens of seconds to start, and this process
 stays its Ray driver until the case ends (the cluster is shut down then). Without `ray`
 installed the case is skipped with the reason. Figures:
-- first update: spawn `cat`, send a line, read it back, through a warm node host / the same
-  locally (target ≤ 1.2×; interleaved rounds, ratio pair by pair);
+- first update: an ACP run on the fake ACP child, `start()` to its first message chunk,
+  through a warm node host / the same child locally (target ≤ 1.2×; interleaved rounds, ratio
+  pair by pair);
+- first line: spawn `cat`, send a line, read it back (the placement's own cost, report);
 - line round trip through the relay once the child runs (median of 50 per round, ms);
 - relay throughput of a stdout flood / the same flood through a local pipe;
 - fan-out of N = 1…256 `cat` children across two nodes, all in flight at once: parent RSS
@@ -25,15 +27,17 @@ from typing import Any
 
 import anyio
 import psutil
-from _context import BenchError, Context, live_descendants
+from _context import PYTHON, BenchError, Context, live_descendants
 from _report import Section, Target
 from _timing import Sample, paired, ratios
-from subagent_core import Placement
+from subagent_acp import ACPConfig, ACPProvider
+from subagent_core import MessageChunk, Placement, SubagentRequest
 from subagent_core.kit import ChildCommand, ManagedProcess, open_managed_process
 
 NODES = {"node_a": {"node_a": 1.0}, "node_b": {"node_b": 1.0}}
 SIZES = (1, 4, 16, 64, 128, 256)
 QUICK_SIZES = (1, 4, 16)
+TEXT = "from the node"
 
 
 async def _read_line(proc: ManagedProcess) -> None:
@@ -43,7 +47,36 @@ async def _read_line(proc: ManagedProcess) -> None:
         data += await proc.stdout.receive()
 
 
-def _first_update(remote: Placement | None) -> Callable[[], Awaitable[float]]:
+def _first_update(ctx: Context, remote: Placement | None) -> Callable[[], Awaitable[float]]:
+    """`start()` -> the first `MessageChunk` of an ACP run on the fake child (dispose after)."""
+    script = ctx.write_json("ray-acp.json", {"text": TEXT})
+    provider = ACPProvider(
+        ACPConfig(
+            command=PYTHON,
+            args=["-m", "subagent_acp.testing", "--script", script],
+            cwd=ctx.work,
+            remote=remote,
+        )
+    )
+
+    async def subject() -> float:
+        request = SubagentRequest(prompt="bench", cwd=ctx.work)
+        started = time.perf_counter()
+        elapsed: float | None = None
+        async with await provider.start(request) as run:
+            async for event in run.events():
+                if isinstance(event, MessageChunk):
+                    elapsed = time.perf_counter() - started
+                    break
+            result = await run.result()
+        if elapsed is None or result.stop_reason != "completed":
+            raise BenchError(f"ray first-update run ended {result.stop_reason}")
+        return elapsed
+
+    return subject
+
+
+def _first_line(remote: Placement | None) -> Callable[[], Awaitable[float]]:
     async def subject() -> float:
         started = time.perf_counter()
         async with open_managed_process(ChildCommand(command="cat", remote=remote)) as proc:
@@ -151,21 +184,26 @@ async def ray(ctx: Context) -> list[Section]:
     with local_cluster(NODES) as cluster:
         a = RayPlacement(address=cluster.address, resources={"node_a": 0.001})
         b = RayPlacement(address=cluster.address, resources={"node_b": 0.001})
-        await _first_update(a)()  # connect the driver and start the host on both nodes
-        await _first_update(b)()
+        await _first_line(a)()  # connect the driver and start the host on both nodes
+        await _first_line(b)()
         first = await paired(
-            {"ray": _first_update(a), "local": _first_update(None)},
+            {"ray": _first_update(ctx, a), "local": _first_update(ctx, None)},
             warmup=1,
-            repeat=ctx.reps(15, 3),
+            repeat=ctx.reps(10, 3),
         )
-        section.add("first update, warm node host", first["ray"].scaled(1000), "ms")
-        section.add("first update, local", first["local"].scaled(1000), "ms")
+        section.add("ACP first update, warm node host", first["ray"].scaled(1000), "ms")
+        section.add("ACP first update, local", first["local"].scaled(1000), "ms")
         section.add(
-            "first update, warm node host / local",
+            "ACP first update, warm node host / local",
             ratios(first["ray"], first["local"]),
             "×",
             Target("<=", 1.2),
         )
+        line = await paired(
+            {"ray": _first_line(a), "local": _first_line(None)}, warmup=1, repeat=ctx.reps(10, 3)
+        )
+        section.add("cat first line, warm node host", line["ray"].scaled(1000), "ms")
+        section.add("cat first line, local", line["local"].scaled(1000), "ms")
         trip = await paired({"trip": _round_trip(a, 50)}, warmup=0, repeat=ctx.reps(5, 2))
         section.add("line round trip through the relay", trip["trip"].scaled(1000), "ms")
         size = (64 if ctx.quick else 256) << 20
