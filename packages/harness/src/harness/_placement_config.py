@@ -76,18 +76,15 @@ def read_placement(
         raise ConfigError(
             f"{prefix}.remote", f"and {prefix}.ray exclude each other (one placement per child)"
         )
-    if placement == "ray" and "remote" in table:
+    if placement != "ssh" and "remote" in table:
         raise ConfigError(
-            f"{prefix}.placement", f'is "ray", so {prefix}.remote (an ssh host) cannot be set'
+            f"{prefix}.placement",
+            f'is "{placement}", so {prefix}.remote (an ssh host) cannot be set',
         )
     if placement != "ray" and "ray" in table:
         raise ConfigError(f"{prefix}.ray", f'needs placement = "ray" (placement is "{placement}")')
     if placement == "ssh" and "remote" not in table:
         raise ConfigError(f"{prefix}.remote", 'is required with placement = "ssh"')
-    if placement == "local" and "remote" in table:
-        raise ConfigError(
-            f"{prefix}.placement", f'is "local", so {prefix}.remote (an ssh host) cannot be set'
-        )
     if placement == "ssh":
         remote = read_table(table["remote"], f"{prefix}.remote")
         return _remote(remote, base, f"{prefix}.remote"), None
