@@ -80,6 +80,27 @@ async def test_an_unread_flood_is_held_to_the_bound_and_pushes_back() -> None:
     await reader.aclose()
 
 
+async def test_short_reads_are_joined_up_to_max_bytes_and_full_reads_are_not() -> None:
+    """Ten small writes, each read on its own, reach a reader asking for much as whole reads
+    joined while they fit; full reads are handed out one at a time, as they are."""
+    read_fd, write_fd = os.pipe()
+    fcntl.fcntl(write_fd, 1031, 4 * READ_BYTES)  # F_SETPIPE_SZ: room for two full reads
+    reader = PipeReader(read_fd)
+    with anyio.fail_after(10):
+        for number in range(10):
+            os.write(write_fd, bytes([number]) * 1000)
+            reader._on_readable()  # one read per write
+        assert await reader.receive(4500) == b"".join(bytes([n]) * 1000 for n in range(4))
+        assert await reader.receive(1 << 20) == b"".join(bytes([n]) * 1000 for n in range(4, 10))
+        os.write(write_fd, b"a" * READ_BYTES + b"b" * READ_BYTES)
+        reader._on_readable()
+        reader._on_readable()
+        assert await reader.receive(1 << 20) == b"a" * READ_BYTES
+        assert await reader.receive(1 << 20) == b"b" * READ_BYTES
+    os.close(write_fd)
+    await reader.aclose()
+
+
 async def test_close_wakes_a_waiting_receive() -> None:
     read_fd, write_fd = os.pipe()
     reader = PipeReader(read_fd)

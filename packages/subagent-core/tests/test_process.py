@@ -172,6 +172,24 @@ async def test_a_cancelled_owner_still_ends_the_tree(child: ChildArgv) -> None:
         assert not proc.tree_alive()
 
 
+async def test_signal_tree_steps_outside_the_ladder_and_wait_tree_gone_sees_the_end(
+    child: ChildArgv,
+) -> None:
+    """A relaying owner (a node host) carries out another owner's steps: `term` reaches a
+    SIGTERM-trapping leader and does not end it, `kill` does; `wait_tree_gone` returns then."""
+    with anyio.fail_after(20):
+        async with open_managed_process(child("trap_term")) as proc:
+            assert await read_line(proc) == b"ready"
+            proc.signal_tree("term")
+            with anyio.move_on_after(SHORT):
+                await proc.wait_tree_gone()
+            assert proc.tree_alive()
+            proc.signal_tree("kill")
+            assert await proc.wait_tree_gone() is True
+            assert not proc.tree_alive()
+            assert proc.outcome == ProcessOutcome(exit_code=None, signal="SIGKILL")
+
+
 async def test_terminate_is_idempotent(child: ChildArgv) -> None:
     with anyio.fail_after(20):
         async with open_managed_process(child("ignore_eof")) as proc:

@@ -117,18 +117,20 @@ DOUBLE_FORK = textwrap.dedent(
 )
 
 
-async def test_double_forked_daemon_is_gone_after_the_block(marker, placement_on) -> None:
-    command = ChildCommand(
-        command=sys.executable,
-        args=("-c", DOUBLE_FORK),
-        env={MARKER_ENV: marker},
-        remote=placement_on("node_a"),
+def python_on(placement: Any, script: str, marker: str) -> ChildCommand:
+    """`python -c SCRIPT` on the placement, its tree marked for the leak count."""
+    return ChildCommand(
+        command=sys.executable, args=("-c", script), env={MARKER_ENV: marker}, remote=placement
     )
+
+
+async def test_double_forked_daemon_is_gone_after_the_block(marker, placement_on) -> None:
+    command = python_on(placement_on("node_a"), DOUBLE_FORK, marker)
     with anyio.fail_after(60):
         async with open_managed_process(command, stdout="pipe") as proc:
             assert proc.stdout is not None
             assert (await proc.stdout.receive()).startswith(b"ready")
-            assert len(marked_processes(marker)) >= 3
+            assert len(marked_processes(marker)) >= 2  # the leader and the daemon
         assert proc.confirmed_gone()
     assert marked_processes(marker) == []
 
@@ -179,7 +181,7 @@ async def test_sigkilled_driver_leaves_nothing_within_3_seconds(cluster, marker,
         with anyio.fail_after(90):
             line = await anyio.to_thread.run_sync(driver.stdout.readline)
         assert line == b"started\n", (tmp_path / "driver.err").read_text(encoding="utf-8")[-3000:]
-        assert len(marked_processes(marker)) >= 3  # the agent, its grandchild, the guard
+        assert len(marked_processes(marker)) >= 2  # the agent and its grandchild
         driver.send_signal(signal.SIGKILL)
         driver.wait()
         took = await wait_until_gone(marker, 3.0)
@@ -353,3 +355,58 @@ async def test_1_gb_stdout_flood_keeps_the_parent_rss_bounded(marker, placement_
     growth = (peak - before) >> 20
     print(f"1 GiB flood: parent RSS grew {growth} MiB")
     assert growth < 256
+
+
+async def test_stdin_writes_sent_ahead_land_whole_and_in_order(marker, placement_on) -> None:
+    """Sends do not wait for their acknowledgements, so many are in flight at once; the host
+    applies them by number, and `cat` echoes every byte in the order it was sent."""
+    lines = [f"{index:05d} {'x' * (index % 700)}\n".encode() for index in range(2000)]
+    expected = b"".join(lines)
+    command = ChildCommand(command="cat", env={MARKER_ENV: marker}, remote=placement_on("node_a"))
+    echoed = bytearray()
+    with anyio.fail_after(110):
+        async with open_managed_process(command, stdout="pipe") as proc:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+
+            async def feed() -> None:
+                assert proc.stdin is not None
+                for line in lines:
+                    await proc.stdin.send(line)
+                await proc.stdin.aclose()  # EOF only after every write landed: cat then exits
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(feed)
+                with contextlib.suppress(anyio.EndOfStream):
+                    while True:
+                        echoed += await proc.stdout.receive()
+            assert (await proc.wait()).exit_code == 0
+    assert bytes(echoed) == expected
+    assert marked_processes(marker) == []
+
+
+CLOSES_STDIN = "import os, sys, time; os.close(0); print('ready', flush=True); time.sleep(600)"
+
+
+async def test_a_child_that_closed_its_stdin_breaks_a_later_send(marker, placement_on) -> None:
+    """The broken pipe shows at a later send, within the writes allowed ahead of their
+    acknowledgements (as a pipe's buffer would hide it for a while), never as a hang."""
+    from subagent_ray._channel import UNACKED_WRITES
+
+    command = python_on(placement_on("node_b"), CLOSES_STDIN, marker)
+    with anyio.fail_after(60):
+        async with open_managed_process(command, stdout="pipe") as proc:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            assert (await proc.stdout.receive()).startswith(b"ready")
+            sent = 0
+            broken = False
+            while not broken and sent <= UNACKED_WRITES + 1:
+                try:
+                    await proc.stdin.send(b"ping\n")
+                except anyio.BrokenResourceError:
+                    broken = True
+                else:
+                    sent += 1
+            assert broken, f"{sent} sends and no broken pipe"
+    assert marked_processes(marker) == []

@@ -108,7 +108,18 @@ class PipeReader(anyio.abc.ByteReceiveStream):
         await anyio.lowlevel.checkpoint()
 
     def _take(self, max_bytes: int) -> bytes:
+        """Up to `max_bytes` of what is buffered. After a short read, what follows is joined
+        while it fits, so a writer's many small writes reach a reader that wants much as a few
+        large chunks; a full read is handed out as it is (no copy)."""
         chunk = self._chunks.popleft()
+        if len(chunk) < READ_BYTES and self._chunks:
+            parts = [chunk]
+            size = len(chunk)
+            while self._chunks and size + len(self._chunks[0]) <= max_bytes:
+                part = self._chunks.popleft()
+                parts.append(part)
+                size += len(part)
+            chunk = b"".join(parts)
         if len(chunk) > max_bytes:
             self._chunks.appendleft(chunk[max_bytes:])
             chunk = chunk[:max_bytes]

@@ -20,13 +20,14 @@ Containment (the tree a run can never escape from):
 API for owners (fixed for the life of a spawn: argv, env, cwd and the stdio modes):
 `await proc.wait()` returns when the *leader* exits (descendants may hold its pipes open),
 `proc.outcome` is its exit facts once known, `proc.tree_alive()` says whether any member
-lives, and `await proc.terminate(...)` runs the ladder and returns True only when nothing of
-the tree is alive.
+lives, `await proc.wait_tree_gone()` waits until none does, and `await proc.terminate(...)`
+runs the ladder and returns True only when nothing of the tree is alive.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -261,22 +262,32 @@ class ManagedProcess:
         if await self._wait_gone(eof):
             return True
         _log.debug("process %d outlived its EOF grace; sending SIGTERM", self.pid)
-        self._signal_tree("term")
+        self.signal_tree("term")
         if await self._wait_gone(term):
             return True
         _log.debug("process %d outlived its TERM grace; sending SIGKILL", self.pid)
-        self._signal_tree("kill")
+        self.signal_tree("kill")
         if await self._wait_gone(kill):
             return True
         _log.warning("process tree of %d is not gone after SIGKILL", self.pid)
         return False
 
-    def _signal_tree(self, step: Literal["term", "kill"]) -> None:
+    def signal_tree(self, step: Literal["term", "kill"]) -> None:
+        """Sends SIGTERM or SIGKILL to every live member of the tree now, outside the ladder.
+
+        For an owner that relays another owner's steps (a node host carrying out its
+        driver's ladder); an owner of its own child leaves the steps to `terminate`.
+        """
         if self._guarded is not None:
             self._guarded.signal_tree(step)
         else:
             assert self._tree is not None
             self._tree.signal(step)
+
+    async def wait_tree_gone(self) -> bool:
+        """Waits until no member of the tree is alive (True); False when that can no longer
+        be learnt (the guard was killed). Unbounded: the caller bounds it."""
+        return await self._wait_gone(math.inf)
 
     async def _wait_gone(self, seconds: float) -> bool:
         """Waits (never spins) until leader and tree are gone, for at most `seconds` in all."""

@@ -34,9 +34,9 @@ RENEW_SECONDS = 2.0
 _MAX_CONCURRENCY = 10_000
 """Concurrent calls one host serves: a run keeps up to three waiting (stdout, stderr, wait)."""
 SPAWN_SLOTS = 8
-"""Children one event loop starts on one host at a time. A start is two interpreter launches
-on the node (launcher, guard): a hundred at once would share the node's CPUs a hundred ways,
-and each start's bound would measure the line in front of it rather than the start."""
+"""Children one event loop starts on one host at a time. The host's guard server forks one
+guard per start: a hundred at once would share the node's CPUs a hundred ways, and each
+start's bound would measure the line in front of it rather than the start."""
 _spawn_slots: RunVar[weakref.WeakKeyDictionary[Host, anyio.Semaphore]] = RunVar(
     "subagent_ray_spawn_slots"
 )

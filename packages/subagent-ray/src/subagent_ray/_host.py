@@ -1,19 +1,26 @@
 """The node host: one Ray actor per node that starts, relays and ends that node's children.
 
-It runs inside a Ray worker on the node (asyncio: Ray drives async actors on its own loop).
-Each child is started through the detached launcher (`_launch`), so Ray's cleanup of this
-worker never orphans a tree: the host holds the only write end of each guard's stdin, and the
-kernel closes it when this process dies for any reason. Three ways it ends on its own:
+It runs inside a Ray worker on the node (asyncio: Ray drives async actors on its own loop) and
+starts each child exactly as a local owner does, with `open_managed_process`: the host's guard
+server hands the spawn to a guard forked in advance, so a start costs one message and a
+`posix_spawn`, not an interpreter. Ray's cleanup of this worker cannot orphan a tree:
+
+- each guard is a child subreaper in the guard server's own session, never this worker's
+  child or in its process group (which Ray SIGKILLs when it ends the worker);
+- this worker holds the only end of each guard's control socket, and the kernel closes it
+  when the worker dies for any reason: the guard then SIGKILLs its tree and exits.
+
+Three ways the host ends on its own:
 
 - the driver's lease (renewed every few seconds) expires: the driver is gone or cut off;
 - its parent (the node's raylet) exits: a pidfd on it turns readable (a raylet SIGKILLed
   leaves its workers running otherwise);
 - Ray kills it (owner death, `ray.kill`, node removal).
-Each of these ends this process, so every guard sees EOF and kills its tree.
+Each of these ends this process, so every guard loses its owner and kills its tree.
 
-Relays are pulls: the driver asks for the next chunk of a stream and one chunk per stream is
-read ahead, so a flooding child is held by its pipe, never buffered here. stdin writes are
-awaited one at a time by the driver, in order.
+Relays are pulls: the driver asks for the next chunk of a stream and a few chunks per stream
+are read ahead, so a flooding child is held by its pipe, never buffered here without bound.
+stdin writes are awaited one at a time by the driver, in order.
 """
 
 from __future__ import annotations
@@ -25,140 +32,42 @@ if sys.platform == "win32":  # pragma: no cover - node hosts run on Linux only
 
 import asyncio
 import contextlib
-import errno
-import fcntl
-import importlib.resources
 import os
 import shutil
 import signal
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Literal
 
-from ._launch import launcher_argv
+import anyio
+import anyio.abc
+from subagent_core.kit import ManagedProcess, SpawnError, open_managed_process
 
-READ_CHUNK_BYTES = 512 * 1024
-"""The most one relayed read returns: larger chunks cost fewer round trips, more memory."""
-READ_AHEAD_CHUNKS = 4
+READ_CHUNK_BYTES = 96 * 1024
+"""The most one relayed read returns. Under Ray's 100 KiB limit for answers carried inline in
+the reply: a larger answer goes through the node's object store, which here halved the
+relay's rate."""
+READ_AHEAD_CHUNKS = 8
 """Chunks a stream reads ahead of the driver's pulls."""
-_PIPE_BYTES = 1 << 20
-_F_SETPIPE_SZ = 1031
+KILL_GRACE_SECONDS = 3.0
+"""Bounds the wait for the kernel to reap a SIGKILLed tree (the local default)."""
 _EOF = b""
 
 
-def _guard_path() -> str:
-    return str(importlib.resources.files("subagent_core").joinpath("guard.py"))
-
-
-def _readable(fd: int) -> asyncio.Future[None]:
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[None] = loop.create_future()
-
-    def ready() -> None:
-        loop.remove_reader(fd)
-        if not future.done():
-            future.set_result(None)
-
-    loop.add_reader(fd, ready)
-    future.add_done_callback(lambda _: loop.remove_reader(fd))
-    return future
-
-
-def _writable(fd: int) -> asyncio.Future[None]:
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[None] = loop.create_future()
-
-    def ready() -> None:
-        loop.remove_writer(fd)
-        if not future.done():
-            future.set_result(None)
-
-    loop.add_writer(fd, ready)
-    future.add_done_callback(lambda _: loop.remove_writer(fd))
-    return future
-
-
-def _close(fd: int) -> None:
-    if fd >= 0:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
-def _refusal(argv: list[str], env: dict[str, str], cwd: str) -> str | None:
-    """What refuses the command on this node before anything starts (a closed reason)."""
-    if not os.path.isdir(cwd):
-        return "bad-cwd"
-    program = argv[0]
-    if os.sep not in program:
-        if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
-            return "not-found"
-    elif not os.path.exists(program):
-        return "not-found"
-    elif not os.access(program, os.X_OK):
-        return "not-executable"
-    return None
-
-
-def _start(
-    argv: list[str], env: dict[str, str], cwd: str, stderr: str, eof_grace: float, term_grace: float
-) -> tuple[int, int, int, int, int] | str:
-    """Starts the launcher; (its pid, stdin write end, stdout, stderr or -1, status read end).
-
-    Every other end is closed here: the launcher's watcher and the guard hold theirs.
-    """
-    refused = _refusal(argv, env, cwd)
-    if refused is not None:
-        return refused
-    fds: list[int] = []
-    try:
-        stdin_r, stdin_w = os.pipe()
-        out_r, out_w = os.pipe()
-        status_r, status_w = os.pipe()
-        fds += [stdin_r, stdin_w, out_r, out_w, status_r, status_w]
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(out_r, _F_SETPIPE_SZ, _PIPE_BYTES)
-        if stderr == "pipe":
-            err_r, err_w = os.pipe()
-            fds += [err_r, err_w]
-        else:
-            err_r, err_w = -1, os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
-            fds.append(err_w)
-        actions = [
-            (os.POSIX_SPAWN_DUP2, stdin_r, 0),
-            (os.POSIX_SPAWN_DUP2, out_w, 1),
-            (os.POSIX_SPAWN_DUP2, err_w, 2),
-            (os.POSIX_SPAWN_DUP2, status_w, 3),
-        ]
-        launcher = os.posix_spawn(
-            sys.executable,
-            launcher_argv(sys.executable, cwd, _guard_path(), argv, eof_grace, term_grace),
-            env,
-            file_actions=actions,
-            setsid=True,
-            setsigdef=(signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
-        )
-    except OSError as error:
-        for fd in fds:
-            _close(fd)
-        return "not-executable" if error.errno in (errno.EACCES, errno.EPERM) else "os-error"
-    for fd in (stdin_r, out_w, err_w, status_w):
-        _close(fd)
-    return launcher, stdin_w, out_r, err_r, status_r
-
-
 class _Pump:
-    """Reads one output pipe ahead by a few chunks (the relay's backpressure).
+    """Reads one output stream ahead by a few chunks (the relay's backpressure).
 
     Chunks are numbered: a driver keeps several pulls in flight and Ray may run an async
     actor's calls out of order, so each pull names the chunk it wants.
     """
 
-    def __init__(self, fd: int) -> None:
-        os.set_blocking(fd, False)
-        self.fd = fd
+    def __init__(self, stream: anyio.abc.ByteReceiveStream) -> None:
+        self.stream = stream
         self.chunks: dict[int, bytes] = {}
         self.produced = 0
         self.end: int | None = None
-        """The number of the first chunk past the end, once the pipe ended."""
+        """The number of the first chunk past the end, once the stream ended."""
         self.changed = asyncio.Condition()
         self.task = asyncio.get_running_loop().create_task(self._run())
 
@@ -168,11 +77,8 @@ class _Pump:
                 async with self.changed:
                     await self.changed.wait_for(lambda: len(self.chunks) < READ_AHEAD_CHUNKS)
                 try:
-                    chunk = os.read(self.fd, READ_CHUNK_BYTES)
-                except BlockingIOError:
-                    await _readable(self.fd)
-                    continue
-                except OSError:
+                    chunk = await self.stream.receive(READ_CHUNK_BYTES)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     chunk = _EOF
                 async with self.changed:
                     if chunk:
@@ -184,8 +90,6 @@ class _Pump:
                 if not chunk:
                     return
         finally:
-            _close(self.fd)
-            self.fd = -1
             if self.end is None:
                 async with self.changed:
                     self.end = self.produced
@@ -206,16 +110,45 @@ class _Pump:
 
 @dataclass
 class _Child:
-    stdin: int
-    status: int
+    """One child on this host: its process, its relays, and the order of its stdin writes."""
+
+    managed: ManagedProcess
     pumps: dict[str, _Pump]
-    guard_pid: int | None = None
-    guard_fd: int = -1
-    exit_code: int | None = None
-    started: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set once the guard's pid is known, or the watcher ended without one."""
+    stdin_closed: bool = False
+    stdin_broken: bool = False
+    written: int = 0
+    """stdin writes applied (or failed) so far, in the driver's numbering."""
+    finished: bool = False
+    """The owner is done: nothing waits for a turn any more."""
+    order: asyncio.Condition = field(default_factory=asyncio.Condition)
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
+    """The driver closed stdin or let the child go: the node's ladder starts."""
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+    """The driver let the child go: once the ladder is done, its pipes and guard are released."""
     ended: asyncio.Event = field(default_factory=asyncio.Event)
-    write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """The tree is gone, or can no longer be watched (its guard was killed, or released)."""
+
+    async def turn(self, number: int) -> bool:
+        """Waits until every write numbered below `number` was applied; False once the
+        owner is done."""
+        async with self.order:
+            await self.order.wait_for(lambda: self.written >= number or self.finished)
+        return not self.finished
+
+    async def advance(self) -> None:
+        async with self.order:
+            self.written += 1
+            self.order.notify_all()
+
+    async def finish(self) -> None:
+        async with self.order:
+            self.finished = True
+            self.order.notify_all()
+
+
+def _answer(future: asyncio.Future[int | str], value: int | str) -> None:
+    if not future.done():
+        future.set_result(value)
 
 
 class NodeHost:
@@ -226,22 +159,37 @@ class NodeHost:
         self._renewed = time.monotonic()
         self._children: dict[str, _Child] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._background: set[asyncio.Task[None]] = set()
+        """Tasks this host keeps: one per child, owning its `open_managed_process` block, and
+        each wait to close a child's stdin after its writes."""
         self._abandoned: set[str] = set()
         """Children the driver gave up on before their start finished."""
-        self._watchers: set[asyncio.Task[None] | None] = set()
-        """Kept here so a released child's watcher runs on until its guard exits."""
 
     # -- life ------------------------------------------------------------------------------
 
     async def start(self) -> tuple[str, int]:
-        """Starts the watchdogs; returns this node's Ray id and this worker's pid."""
+        """Starts the watchdogs and the guards; returns this node's Ray id and this pid."""
         import ray
 
         if not self._tasks:
             loop = asyncio.get_running_loop()
             self._tasks.append(loop.create_task(self._watch_lease()))
             self._watch_parent(loop)
+            await self._warm()
         return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    async def _warm(self) -> None:
+        """Runs one empty child, so the first real start finds the guard server up and an
+        idle guard forked, as every later start does."""
+        true = shutil.which("true", path=os.defpath)
+        if true is None:
+            return
+        with contextlib.suppress(SpawnError):
+            async with open_managed_process(
+                [true], cwd="/", env={}, stdin="devnull", stdout="devnull", stderr="devnull"
+            ) as managed:
+                with anyio.move_on_after(KILL_GRACE_SECONDS):
+                    await managed.wait_tree_gone()
 
     def renew(self) -> None:
         """The driver's lease: every call pushes the expiry `lease_seconds` out."""
@@ -265,9 +213,8 @@ class NodeHost:
         loop.add_reader(fd, self._end)
 
     def _end(self) -> None:
-        """Ends this host: the kernel closes every guard's stdin, and each kills its tree."""
-        for child in self._children.values():
-            _close(child.stdin)
+        """Ends this host: the kernel closes every guard's control socket, and each guard
+        SIGKILLs its tree."""
         os._exit(0)
 
     # -- children --------------------------------------------------------------------------
@@ -282,91 +229,94 @@ class NodeHost:
         eof_grace: float,
         term_grace: float,
     ) -> int | str:
-        """Starts one child under the driver's `child_id`; its guard's pid, or a closed
-        refusal reason."""
-        started = _start(argv, env, cwd, stderr, eof_grace, term_grace)
-        if isinstance(started, str):
-            return started
-        launcher, stdin_w, out_r, err_r, status_r = started
-        # The launcher exits as soon as it has forked; reap it without blocking the loop.
-        await asyncio.get_running_loop().run_in_executor(None, os.waitpid, launcher, 0)
-        os.set_blocking(stdin_w, False)
-        os.set_blocking(status_r, False)
-        pumps = {"stdout": _Pump(out_r)}
-        if err_r >= 0:
-            pumps["stderr"] = _Pump(err_r)
-        child = _Child(stdin_w, status_r, pumps)
-        self._children[child_id] = child
-        if child_id in self._abandoned:
-            self._abandoned.discard(child_id)
-            await self.release(child_id)
-            return "os-error"
-        watcher = asyncio.get_running_loop().create_task(self._watch(child))
-        self._watchers.add(watcher)
-        pid = await self._status_pid(child)
-        if pid is None:
-            await self.release(child_id)
-            return "os-error"
-        return pid
+        """Starts one child under the driver's `child_id`; its leader's pid, or a closed
+        refusal reason (`SpawnError`'s)."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[int | str] = loop.create_future()
+        self._keep(
+            self._own(child_id, argv, env, cwd, stderr == "pipe", (eof_grace, term_grace), answer)
+        )
+        # Shielded: a cancelled call leaves the child to its owner task (and the driver's
+        # release), never half-started.
+        return await asyncio.shield(answer)
 
-    async def _status_pid(self, child: _Child) -> int | None:
-        await child.started.wait()
-        return child.guard_pid
+    def _keep(self, work: Coroutine[object, object, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
-    async def _watch(self, child: _Child) -> None:
-        """Applies the watcher's status lines; the guard's pidfd covers a watcher that died."""
-        buffer = b""
-        task = asyncio.current_task()
+    async def _own(
+        self,
+        child_id: str,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str,
+        relay_stderr: bool,
+        graces: tuple[float, float],
+        answer: asyncio.Future[int | str],
+    ) -> None:
+        """Owns one child from its start until the driver let it go and its ladder is done."""
+        eof_grace, term_grace = graces
         try:
-            while True:
+            async with open_managed_process(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin="pipe",
+                stdout="pipe",
+                stderr="pipe" if relay_stderr else "devnull",
+                eof_grace_seconds=eof_grace,
+                term_grace_seconds=term_grace,
+                kill_grace_seconds=KILL_GRACE_SECONDS,
+            ) as managed:
+                if child_id in self._abandoned:
+                    self._abandoned.discard(child_id)
+                    _answer(answer, "os-error")
+                    return  # leaving the block ends the tree
+                assert managed.stdout is not None
+                pumps = {"stdout": _Pump(managed.stdout)}
+                if managed.stderr is not None:
+                    pumps["stderr"] = _Pump(managed.stderr)
+                child = self._children[child_id] = _Child(managed, pumps)
+                _answer(answer, managed.pid)
+                watch = asyncio.get_running_loop().create_task(self._watch_tree(child))
                 try:
-                    data = os.read(child.status, 256)
-                except BlockingIOError:
-                    await _readable(child.status)
-                    continue
-                except OSError:
-                    data = b""
-                if not data:
-                    break
-                buffer += data
-                while b"\n" in buffer:
-                    line, _, buffer = buffer.partition(b"\n")
-                    kind, _, value = line.decode("ascii", "replace").partition(" ")
-                    if kind == "pid" and value.isdigit():
-                        child.guard_pid = int(value)
-                        with contextlib.suppress(OSError):
-                            child.guard_fd = os.pidfd_open(child.guard_pid)
-                        child.started.set()
-                    elif kind == "exit":
-                        with contextlib.suppress(ValueError):
-                            child.exit_code = int(value)
-            if child.exit_code is None and child.guard_fd >= 0:
-                await _readable(child.guard_fd)
-        finally:
-            _close(child.status)
-            _close(child.guard_fd)
-            child.guard_fd = -1
-            child.started.set()
-            child.ended.set()
-            self._watchers.discard(task)
+                    await child.closing.wait()
+                    await managed.terminate(eof_grace, term_grace, KILL_GRACE_SECONDS)
+                    await child.released.wait()
+                finally:
+                    watch.cancel()
+                    await child.finish()
+                    child.ended.set()
+                    for pump in pumps.values():
+                        pump.close()
+                    if self._children.get(child_id) is child:
+                        del self._children[child_id]
+        except SpawnError as error:
+            _answer(answer, error.reason)
+        except Exception:
+            _answer(answer, "os-error")
 
-    async def write(self, child_id: str, data: bytes) -> bool:
-        """Writes all of `data` to the child's stdin; False when its stdin is closed."""
+    async def _watch_tree(self, child: _Child) -> None:
+        await child.managed.wait_tree_gone()
+        child.ended.set()
+
+    async def write(self, child_id: str, number: int, data: bytes) -> bool:
+        """Writes all of `data` to the child's stdin as write `number` (from 0), after every
+        earlier one; False when its stdin is closed or broken."""
         child = self._children.get(child_id)
-        if child is None:
+        if child is None or not await child.turn(number):
             return False
-        async with child.write_lock:
-            view = memoryview(data)
-            while view:
-                if child.stdin < 0:
-                    return False
-                try:
-                    view = view[os.write(child.stdin, view) :]
-                except BlockingIOError:
-                    await _writable(child.stdin)
-                except OSError:
-                    return False
-        return True
+        stdin = child.managed.stdin
+        written = False
+        if stdin is not None and not (child.stdin_closed or child.stdin_broken):
+            try:
+                await stdin.send(data)
+                written = True
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                child.stdin_broken = True
+        await child.advance()
+        return written
 
     async def read(self, child_id: str, stream: str, number: int) -> bytes:
         """Chunk `number` (from 0) of `stream` (`stdout`/`stderr`); `b""` past its end."""
@@ -374,39 +324,51 @@ class NodeHost:
         pump = None if child is None else child.pumps.get(stream)
         return _EOF if pump is None else await pump.read(number)
 
-    def close_stdin(self, child_id: str) -> None:
-        """EOF for the guard: it closes the agent's stdin and starts its ladder."""
+    def close_stdin(self, child_id: str, writes: int) -> None:
+        """EOF for the child once its first `writes` writes have landed, then the node's
+        ladder (EOF grace, SIGTERM, TERM grace, SIGKILL)."""
         child = self._children.get(child_id)
         if child is not None:
-            _close(child.stdin)
-            child.stdin = -1
+            self._keep(self._close_after(child, writes))
+
+    async def _close_after(self, child: _Child, writes: int) -> None:
+        # A write stuck on a child that never reads holds the EOF back; the driver's ladder
+        # then signals the tree, and the write fails once it is gone.
+        await child.turn(writes)
+        child.stdin_closed = True
+        child.closing.set()
 
     async def wait(self, child_id: str) -> int | None:
-        """Waits until the guard exited (its tree is gone); its exit code when reported."""
+        """Waits until the tree is gone; the leader's returncode when its guard reported it."""
         child = self._children.get(child_id)
         if child is None:
             return None
         await child.ended.wait()
-        return child.exit_code
+        return child.managed.raw.returncode
 
-    def signal(self, child_id: str) -> None:
-        """`term`/`kill` for the tree: SIGTERM makes the guard SIGKILL its tree at once."""
+    def signal(self, child_id: str, step: Literal["term", "kill"]) -> None:
+        """One step of the driver's ladder: SIGTERM or SIGKILL to every member of the tree."""
         child = self._children.get(child_id)
-        if child is not None and child.guard_fd >= 0 and not child.ended.is_set():
-            with contextlib.suppress(OSError):
-                signal.pidfd_send_signal(child.guard_fd, signal.SIGTERM)
+        if child is not None and step in ("term", "kill") and not child.ended.is_set():
+            child.managed.signal_tree(step)
 
-    async def release(self, child_id: str) -> None:
-        """Done with a child: our ends close (its guard kills what is left), state is dropped."""
+    def signal_leader(self, child_id: str, number: int) -> None:
+        """Signal `number` to the leader alone (`send_signal`)."""
+        child = self._children.get(child_id)
+        if child is not None and not child.ended.is_set():
+            with contextlib.suppress(ValueError):
+                child.managed.send_signal(signal.Signals(number))
+
+    def release(self, child_id: str) -> None:
+        """Done with a child: its ladder runs (a no-op once the tree is gone), then its pipes
+        and guard are released and its state is dropped."""
         child = self._children.pop(child_id, None)
         if child is None:
-            self._abandoned.add(child_id)  # its start is still under way, or never came
+            self._abandoned.add(child_id)  # its start is still under way
             return
-        _close(child.stdin)
-        child.stdin = -1
-        for pump in child.pumps.values():
-            pump.close()
-        # The watcher keeps running until the guard exits, so its pidfd and pipe are closed.
+        child.stdin_closed = True
+        child.closing.set()
+        child.released.set()
 
     def children(self) -> int:
         """How many children this host holds (tests and benchmarks)."""

@@ -21,7 +21,7 @@ from ._channel import RayChannel
 from ._driver import Host, HostLostError, host_for
 
 DEFAULT_GRACE_SECONDS = 0.5
-"""The node guard's EOF and TERM graces: the same as the local defaults."""
+"""The node's ladder: its EOF and TERM graces, the same as the local defaults."""
 DEFAULT_LEASE_SECONDS = 10.0
 """A host whose driver has not renewed for this long ends its children (renewed every 2 s)."""
 DEFAULT_START_TIMEOUT_SECONDS = 30.0
@@ -75,9 +75,9 @@ class RayPlacement:
     namespace: str | None = None
     """The Ray namespace the driver joins (first start only)."""
     eof_grace_seconds: float = DEFAULT_GRACE_SECONDS
-    """Node guard: after its stdin ends, before SIGTERM to the tree."""
+    """Node ladder: after the child's stdin ends, before SIGTERM to the tree."""
     term_grace_seconds: float = DEFAULT_GRACE_SECONDS
-    """Node guard: after SIGTERM, before SIGKILL to the tree."""
+    """Node ladder: after SIGTERM, before SIGKILL to the tree."""
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     """A host not renewed for this long (a lost driver) ends every child it holds."""
     start_timeout_seconds: float = DEFAULT_START_TIMEOUT_SECONDS
@@ -116,7 +116,7 @@ class RayPlacement:
 
     @property
     def local_eof_grace_seconds(self) -> float:
-        """The least EOF grace of the driver's ladder: the node guard's ladder ends first."""
+        """The least EOF grace of the driver's ladder: the node's ladder ends first."""
         return self.eof_grace_seconds + self.term_grace_seconds + _ROUND_TRIP_SECONDS
 
     def check_env(self, env: Mapping[str, str | None]) -> None:
@@ -135,7 +135,7 @@ class RayPlacement:
         term_grace_seconds: float,
         kill_grace_seconds: float,
     ) -> AbstractAsyncContextManager[ManagedProcess]:
-        """Starts `argv` on a node under the detached guard and owns it for the block.
+        """Starts `argv` on a node under its own guard and owns it for the block.
 
         The environment is scrubbed here (`child_env`) and travels in Ray's messages; `cwd`
         (default: this process's) must exist on the node. stdin is always a relay (a
@@ -182,10 +182,10 @@ class RayPlacement:
         async with host.spawn_slots():
             answer = await self._spawn(host, child_id, argv, env, cwd, relay_stderr)
         if not isinstance(answer, int):
-            host.fire("release", child_id)  # too slow: whatever did start is ended
+            if answer == "unreachable":
+                host.fire("release", child_id)  # too slow: whatever did start is ended
             raise SpawnError(answer)
-        guard_pid = answer
-        channel = RayChannel(host, child_id, guard_pid, stderr=relay_stderr)
+        channel = RayChannel(host, child_id, answer, stderr=relay_stderr)
         async with open_channel_process(
             channel,
             eof_floor_seconds=self.local_eof_grace_seconds,
@@ -204,7 +204,7 @@ class RayPlacement:
         cwd: str,
         relay_stderr: bool,
     ) -> int | str:
-        """The host's answer to one start: the guard's pid, or a closed refusal reason.
+        """The host's answer to one start: the leader's pid, or a closed refusal reason.
 
         Shielded and bounded: a cancel landing while the host starts the child would leave the
         child with no owner here (the host would end it only with its lease).

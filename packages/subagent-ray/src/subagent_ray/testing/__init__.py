@@ -3,7 +3,7 @@
 `local_cluster()` starts `ray.cluster_utils.Cluster` (a head and worker nodes, each a real
 raylet with its own workers); `marked_processes(marker)` finds every live process whose
 environment carries a marker, so a test can tell that nothing of a run is left on any node —
-the guard, its watcher and every descendant inherit the child's environment.
+the agent and every descendant inherit the child's environment (its guard does not).
 """
 
 from __future__ import annotations
