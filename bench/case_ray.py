@@ -9,7 +9,8 @@ installed the case is skipped with the reason. Figures:
   through a warm node host / the same child locally (target ≤ 1.2×; interleaved rounds, ratio
   pair by pair);
 - first line: spawn `cat`, send a line, read it back (the placement's own cost, report);
-- line round trip through the relay once the child runs (median of 50 per round, ms);
+- line round trip through the relay once the child runs (median of 50 per round, ms), and an
+  empty call to the node host (the floor of every relayed request; median of 50, ms);
 - relay throughput of a stdout flood / the same flood through a local pipe;
 - fan-out of N = 1…256 `cat` children across two nodes, all in flight at once: parent RSS
   growth per in-flight run and host workers (Ray workers running `NodeHost`) per node.
@@ -99,6 +100,30 @@ def _round_trip(remote: Placement, count: int) -> Callable[[], Awaitable[float]]
                 await proc.stdin.send(b"ping\n")
                 await _read_line(proc)
                 times.append(time.perf_counter() - started)
+        return statistics.median(times)
+
+    return subject
+
+
+def _empty_call(address: str, count: int) -> Callable[[], Awaitable[float]]:
+    """Median of `count` empty calls to node_a's host: what any relayed request costs at least."""
+    from subagent_ray._driver import host_for
+    from subagent_ray._placement import DEFAULT_LEASE_SECONDS, DEFAULT_START_TIMEOUT_SECONDS
+
+    async def subject() -> float:
+        host = await host_for(
+            None,
+            {"node_a": 0.001},
+            address=address,
+            namespace=None,
+            lease_seconds=DEFAULT_LEASE_SECONDS,
+            start_timeout_seconds=DEFAULT_START_TIMEOUT_SECONDS,
+        )
+        times: list[float] = []
+        for _ in range(count):
+            started = time.perf_counter()
+            await host.call("children")
+            times.append(time.perf_counter() - started)
         return statistics.median(times)
 
     return subject
@@ -206,6 +231,10 @@ async def ray(ctx: Context) -> list[Section]:
         section.add("cat first line, local", line["local"].scaled(1000), "ms")
         trip = await paired({"trip": _round_trip(a, 50)}, warmup=0, repeat=ctx.reps(5, 2))
         section.add("line round trip through the relay", trip["trip"].scaled(1000), "ms")
+        call = await paired(
+            {"call": _empty_call(cluster.address, 50)}, warmup=0, repeat=ctx.reps(5, 2)
+        )
+        section.add("empty call to the node host", call["call"].scaled(1000), "ms")
         size = (64 if ctx.quick else 256) << 20
         rate = await paired(
             {"relay": _flood(a, size), "local": _flood(None, size)},

@@ -19,9 +19,18 @@ from subagent_core import SubagentRequest
 from subagent_core.kit import ChildCommand, SpawnError, open_managed_process
 from subagent_ray._channel import RayChannel
 from subagent_ray._driver import live_hosts
-from subagent_ray.testing import MARKER_ENV, marked_processes, wait_until_gone
+from subagent_ray.testing import (
+    MARKER_ENV,
+    alive_of,
+    guards_below,
+    marked_processes,
+    wait_until_dead,
+    wait_until_gone,
+)
 
 TRANSPORT = "category: transport"
+
+
 # The session cluster starts in the first test's setup (tens of seconds on a loaded machine).
 # Ray's own modules open files without an encoding; under CI's PYTHONWARNDEFAULTENCODING those
 # warnings fire inside its callback threads, where an error would kill the callback and leave the
@@ -214,14 +223,18 @@ async def test_node_removed_mid_run_is_transport_and_nothing_is_left(
         node, run = await _started_on_new_node(cluster, make_config, registry_for, "victim_n")
         async with run:
             assert marked_processes(marker)
+            guards = guards_below(node.all_processes["raylet"][0].process.pid)
+            assert len(guards) >= 2  # the host's guard server and the run's guard
             cluster.remove_node(node)
             result = await run.result()
             await run.dispose()
         took = await wait_until_gone(marker, 5.0)
+        await wait_until_dead(guards, 5.0)
     assert result.stop_reason == "error"
     assert result.diagnostic is not None
     assert result.diagnostic.splitlines()[0].endswith(f"stage: prompt; {TRANSPORT})")
     assert marked_processes(marker) == [], f"left after {took:.2f} s"
+    assert alive_of(guards) == []
 
 
 async def test_raylet_sigkill_leaves_nothing_within_3_seconds(
@@ -233,9 +246,13 @@ async def test_raylet_sigkill_leaves_nothing_within_3_seconds(
             async with run:
                 assert marked_processes(marker)
                 raylet = node.all_processes["raylet"][0].process
+                guards = guards_below(raylet.pid)
+                assert len(guards) >= 2  # the host's guard server and the run's guard
                 os.kill(raylet.pid, signal.SIGKILL)
                 took = await wait_until_gone(marker, 3.0)
                 assert marked_processes(marker) == [], f"left after {took:.2f} s"
+                await wait_until_dead(guards, 3.0)
+                assert alive_of(guards) == []
                 print(f"raylet SIGKILL: 0 processes after {took:.2f} s")
                 result = await run.result()
             assert result.stop_reason == "error"

@@ -3,12 +3,15 @@
 `local_cluster()` starts `ray.cluster_utils.Cluster` (a head and worker nodes, each a real
 raylet with its own workers); `marked_processes(marker)` finds every live process whose
 environment carries a marker, so a test can tell that nothing of a run is left on any node —
-the agent and every descendant inherit the child's environment (its guard does not).
+the agent and every descendant inherit the child's environment. Guards do not (theirs is the
+guard server's): `guards_below(raylet)` records a node's while its host lives, and `alive_of`
+checks them afterwards.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -86,6 +89,33 @@ def host_workers() -> list[int]:
     return found
 
 
+def guards_below(pid: int) -> list[int]:
+    """Live guard processes below `pid` (a raylet, a host worker): the host's guard server and
+    its guards, recorded while the host lives (once it is gone they are nobody's children)."""
+    if sys.platform == "win32":  # pragma: no cover - node hosts run on Linux only
+        return []
+    from subagent_core.guard import task_children
+
+    found: list[int] = []
+    pending = task_children(pid) or []
+    while pending:
+        child = pending.pop()
+        pending.extend(task_children(child) or [])
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as file:
+                argv = file.read().split(b"\0")
+        except OSError:
+            continue
+        if any(part.endswith(b"guard.py") for part in argv) and _alive(child):
+            found.append(child)
+    return found
+
+
+def alive_of(pids: list[int]) -> list[int]:
+    """Those of `pids` still alive (a zombie counts as gone)."""
+    return [pid for pid in pids if _alive(pid)]
+
+
 async def wait_until_gone(marker: str, seconds: float) -> float:
     """Waits (bounded, polling `/proc`) until nothing carries `marker`; the seconds it took."""
     import anyio
@@ -93,5 +123,16 @@ async def wait_until_gone(marker: str, seconds: float) -> float:
     start = anyio.current_time()
     with anyio.move_on_after(seconds):
         while marked_processes(marker):  # noqa: ASYNC110 - other processes' ends, seen in /proc
+            await anyio.sleep(0.02)
+    return anyio.current_time() - start
+
+
+async def wait_until_dead(pids: list[int], seconds: float) -> float:
+    """Waits (bounded, polling `/proc`) until none of `pids` is alive; the seconds it took."""
+    import anyio
+
+    start = anyio.current_time()
+    with anyio.move_on_after(seconds):
+        while alive_of(pids):  # noqa: ASYNC110 - other processes' ends, seen in /proc
             await anyio.sleep(0.02)
     return anyio.current_time() - start
