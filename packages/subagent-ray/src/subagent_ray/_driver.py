@@ -32,7 +32,8 @@ _INSTALL_HINT = (
 RENEW_SECONDS = 2.0
 """How often the driver renews each host's lease."""
 _MAX_CONCURRENCY = 10_000
-"""Concurrent calls one host serves: a run keeps up to three waiting (stdout, stderr, wait)."""
+"""Concurrent calls one host serves. A quiet run keeps about four waiting (a pull per stream,
+its wait, a write); a flooding one up to 33 (eight pulls per stream, 16 writes sent ahead)."""
 SPAWN_SLOTS = 8
 """Children one event loop starts on one host at a time. The host's guard server forks one
 guard per start: a hundred at once would share the node's CPUs a hundred ways, and each

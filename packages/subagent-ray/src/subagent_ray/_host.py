@@ -20,7 +20,7 @@ Each of these ends this process, so every guard loses its owner and kills its tr
 
 Relays are pulls: the driver asks for the next chunk of a stream and a few chunks per stream
 are read ahead, so a flooding child is held by its pipe, never buffered here without bound.
-stdin writes are awaited one at a time by the driver, in order.
+stdin writes are numbered by the driver and applied here in that order, however Ray runs them.
 """
 
 from __future__ import annotations
