@@ -13,11 +13,12 @@ import textwrap
 from typing import Any
 
 import anyio
+import anyio.abc
 import psutil
 import pytest
 from subagent_core import SubagentRequest
-from subagent_core.kit import ChildCommand, SpawnError, open_managed_process
-from subagent_ray._channel import RayChannel
+from subagent_core.kit import ChildCommand, ManagedProcess, SpawnError, open_managed_process
+from subagent_ray._channel import UNACKED_WRITES, RayChannel
 from subagent_ray._driver import live_hosts
 from subagent_ray.testing import (
     MARKER_ENV,
@@ -402,28 +403,56 @@ async def test_stdin_writes_sent_ahead_land_whole_and_in_order(marker, placement
     assert marked_processes(marker) == []
 
 
+async def until_ready(proc: ManagedProcess) -> anyio.abc.ByteSendStream:
+    """Waits for the child's `ready` line; returns its stdin."""
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    assert (await proc.stdout.receive()).startswith(b"ready")
+    return proc.stdin
+
+
 CLOSES_STDIN = "import os, sys, time; os.close(0); print('ready', flush=True); time.sleep(600)"
 
 
 async def test_a_child_that_closed_its_stdin_breaks_a_later_send(marker, placement_on) -> None:
     """The broken pipe shows at a later send, within the writes allowed ahead of their
     acknowledgements (as a pipe's buffer would hide it for a while), never as a hang."""
-    from subagent_ray._channel import UNACKED_WRITES
-
     command = python_on(placement_on("node_b"), CLOSES_STDIN, marker)
     with anyio.fail_after(60):
         async with open_managed_process(command, stdout="pipe") as proc:
-            assert proc.stdin is not None
-            assert proc.stdout is not None
-            assert (await proc.stdout.receive()).startswith(b"ready")
+            stdin = await until_ready(proc)
             sent = 0
             broken = False
             while not broken and sent <= UNACKED_WRITES + 1:
                 try:
-                    await proc.stdin.send(b"ping\n")
+                    await stdin.send(b"ping\n")
                 except anyio.BrokenResourceError:
                     broken = True
                 else:
                     sent += 1
             assert broken, f"{sent} sends and no broken pipe"
+    assert marked_processes(marker) == []
+
+
+NEVER_READS = "import time; print('ready', flush=True); time.sleep(600)"
+
+
+async def test_a_child_that_never_reads_holds_its_writer_to_the_bound(marker, placement_on) -> None:
+    """Sends go ahead of their acknowledgements only so far: once the child's pipe is full and
+    16 writes wait on the host, a send waits (and can be cancelled); the block still ends the
+    tree. Without the bound every send would return at once, thousands in the window."""
+    item = b"x" * (64 << 10)
+    accepted = 0
+    command = python_on(placement_on("node_a"), NEVER_READS, marker)
+    with anyio.fail_after(60):
+        async with open_managed_process(command, stdout="pipe") as proc:
+            stdin = await until_ready(proc)
+            with anyio.move_on_after(5) as window:
+                while True:
+                    await stdin.send(item)
+                    accepted += 1
+            assert window.cancelled_caught
+        assert proc.confirmed_gone()
+    # The pipe (64 KiB), the write stuck on it, and the writes sent ahead of their answers.
+    assert 1 <= accepted <= UNACKED_WRITES + 3
     assert marked_processes(marker) == []

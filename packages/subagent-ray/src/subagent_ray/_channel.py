@@ -67,6 +67,8 @@ class _RelaySend(anyio.abc.ByteSendStream):
                 or (self._unacked and self._unacked_bytes + len(item) > UNACKED_BYTES)
             ):
                 await self._settle_oldest()
+            if self._closed:
+                raise anyio.ClosedResourceError  # closed while this send waited
             if self._broken:
                 raise anyio.BrokenResourceError
             try:
@@ -80,13 +82,17 @@ class _RelaySend(anyio.abc.ByteSendStream):
             self._unacked_bytes += len(item)
 
     async def _settle_oldest(self) -> None:
-        ref, size = self._unacked.popleft()
-        self._unacked_bytes -= size
+        # Dropped from the count only once answered: a send cancelled while it waits here
+        # leaves the bound as it was.
+        ref, size = self._unacked[0]
         try:
             written: bool = await self._channel.host.answer(ref)
         except HostLostError:
             self._channel.lost = True
             written = False
+        if self._unacked and self._unacked[0][0] is ref:  # `aclose` may have cleared them
+            self._unacked.popleft()
+            self._unacked_bytes -= size
         if not written:
             self._broken = True
 
@@ -94,6 +100,7 @@ class _RelaySend(anyio.abc.ByteSendStream):
         if not self._closed:
             self._closed = True
             self._unacked.clear()
+            self._unacked_bytes = 0
             # After the writes sent so far: the host closes stdin once they have landed.
             self._channel.host.fire("close_stdin", self._channel.child_id, self._sent)
         await anyio.lowlevel.checkpoint()

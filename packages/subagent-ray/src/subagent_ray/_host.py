@@ -114,7 +114,6 @@ class _Child:
 
     managed: ManagedProcess
     pumps: dict[str, _Pump]
-    stdin_closed: bool = False
     stdin_broken: bool = False
     written: int = 0
     """stdin writes applied (or failed) so far, in the driver's numbering."""
@@ -309,7 +308,7 @@ class NodeHost:
             return False
         stdin = child.managed.stdin
         written = False
-        if stdin is not None and not (child.stdin_closed or child.stdin_broken):
+        if stdin is not None and not (child.closing.is_set() or child.stdin_broken):
             try:
                 await stdin.send(data)
                 written = True
@@ -335,7 +334,6 @@ class NodeHost:
         # A write stuck on a child that never reads holds the EOF back; the driver's ladder
         # then signals the tree, and the write fails once it is gone.
         await child.turn(writes)
-        child.stdin_closed = True
         child.closing.set()
 
     async def wait(self, child_id: str) -> int | None:
@@ -366,7 +364,6 @@ class NodeHost:
         if child is None:
             self._abandoned.add(child_id)  # its start is still under way
             return
-        child.stdin_closed = True
         child.closing.set()
         child.released.set()
 
