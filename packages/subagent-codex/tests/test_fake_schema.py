@@ -145,7 +145,7 @@ def test_every_frame_of_the_fake_fits_the_real_schema(schema_dir: Path, tmp_path
 
 def test_the_schema_knows_every_method_the_provider_reads(schema_dir: Path) -> None:
     """The methods the provider reads or answers exist in the generated protocol."""
-    from subagent_codex._approvals import _KINDS  # pyright: ignore[reportPrivateUsage]
+    from subagent_codex._permission import _KINDS  # pyright: ignore[reportPrivateUsage]
 
     notifications = json.loads((schema_dir / "ServerNotification.json").read_text(encoding="utf-8"))
     requests = json.loads((schema_dir / "ServerRequest.json").read_text(encoding="utf-8"))

@@ -9,10 +9,8 @@ diagnostic text, so it is restricted to a safe token.
 from __future__ import annotations
 
 import math
-import os
 import re
 import shutil
-import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +23,10 @@ from subagent_core.kit import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_STARTUP_TIMEOUT_SECONDS,
     ChildCommand,
+    Teardown,
     check_permission,
     check_timeout,
+    enterable_directory,
 )
 
 Sandbox = Literal["read-only", "workspace-write", "danger-full-access"]
@@ -63,14 +63,6 @@ def bundled_codex() -> str | None:
 def resolve_command() -> str:
     """`codex` on PATH, else the bundled binary, else plain `codex` (a spawn error later)."""
     return shutil.which("codex") or bundled_codex() or "codex"
-
-
-def enterable_directory(path: Path) -> bool:
-    """True when `path` is a directory this process may enter (`X_OK`)."""
-    try:
-        return stat.S_ISDIR(os.stat(path).st_mode) and os.access(path, os.X_OK)
-    except (OSError, ValueError):
-        return False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,10 +149,20 @@ class CodexConfig:
         if model is not None and (not isinstance(model, str) or model == ""):
             raise _fail("model", "must be a non-empty string or None")
         set_(self, "config_overrides", _check_overrides(self.config_overrides))
-        for key in ("dispose_eof_grace_seconds", "dispose_grace_seconds"):
-            set_(self, key, _positive_seconds(key, getattr(self, key)))
-        for key in ("dispose_kill_grace_seconds", "write_timeout_seconds"):
-            set_(self, key, _positive_seconds(key, getattr(self, key)))
+        teardown = Teardown.checked(
+            "CodexConfig",
+            self.dispose_eof_grace_seconds,
+            self.dispose_grace_seconds,
+            self.dispose_kill_grace_seconds,
+        )
+        set_(self, "dispose_eof_grace_seconds", teardown.eof_grace_seconds)
+        set_(self, "dispose_grace_seconds", teardown.term_grace_seconds)
+        set_(self, "dispose_kill_grace_seconds", teardown.kill_grace_seconds)
+        set_(
+            self,
+            "write_timeout_seconds",
+            _positive_seconds("write_timeout_seconds", self.write_timeout_seconds),
+        )
         for key in ("startup_timeout_seconds", "idle_timeout_seconds"):
             set_(self, key, check_timeout(getattr(self, key), owner="CodexConfig", name=key))
         set_(self, "max_frame_bytes", _positive_int("max_frame_bytes", self.max_frame_bytes))
@@ -173,6 +175,15 @@ class CodexConfig:
                      ("-c", f"{key}={value}")]  # fmt: skip
         assert self.command is not None
         return [self.command, *self.args, *overrides, "app-server", "--listen", "stdio://"]
+
+    @property
+    def teardown(self) -> Teardown:
+        """The three graces of the ladder as one value."""
+        return Teardown(
+            self.dispose_eof_grace_seconds,
+            self.dispose_grace_seconds,
+            self.dispose_kill_grace_seconds,
+        )
 
     def child_command(self, cwd: Path) -> ChildCommand:
         """The child's command for `cwd` (already checked); with `remote`, the managed process

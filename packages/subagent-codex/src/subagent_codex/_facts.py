@@ -1,59 +1,20 @@
-"""The Codex provider's safe failure facts: closed protocol values → stop reason and diagnostic.
+"""The Codex provider's closed mapping: a failed turn's `codexErrorInfo` → stop reason and facts.
 
-The only module that maps. Every value it emits comes from a closed vocabulary, the configured
-provider name, or a number the managed process reported; `error.message`,
-`additionalDetails`, item text, commands, cwd and approval reasons are never read here.
+The only module that maps; the facts compose into a diagnostic by the kit's rules
+(`subagent_core.kit.Failure`, `result_diagnostic`). Every value it emits comes from a closed
+vocabulary; `error.message`, `additionalDetails`, item text, commands, cwd and approval
+reasons are never read here.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Final, Literal, cast
+from typing import Final, cast
 
 from subagent_core import StopReason
-from subagent_core.kit import ProcessOutcome, failure_line
-
-Stage = Literal["initialize", "prompt", "process", "teardown"]
-Category = Literal[
-    "authentication",
-    "configuration",
-    "transport",
-    "protocol",
-    "process-exit",
-    "process-start",
-    "remote-limit",
-    "timeout",
-    "upstream",
-    "output-schema",
-    "unknown",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """Where a run failed and what kind of failure it was."""
-
-    stage: Stage
-    category: Category
-    stop_reason: str | None = None
-    """Only the closed remote-limit variants, in kebab-case."""
-    outcome: ProcessOutcome | None = None
-    """The managed process outcome, only when it was actually observed."""
-
-    def line(self, provider: str) -> str:
-        """The failure line for `provider`."""
-        outcome = self.outcome
-        return failure_line(
-            provider,
-            self.stage,
-            self.category,
-            stop_reason=self.stop_reason,
-            exit_code=None if outcome is None else outcome.exit_code,
-            signal=None if outcome is None else outcome.signal,
-        )
-
+from subagent_core.kit import Failure
+from subagent_core.kit import result_diagnostic as result_diagnostic
 
 _LIMITS: Final = frozenset(
     {"usageLimitExceeded", "rateLimitExceeded", "sessionBudgetExceeded", "tooManyDenials"}
@@ -113,37 +74,3 @@ def map_failed_turn(info: object) -> tuple[StopReason, Failure | None]:
     if name in _UPSTREAM:
         return "error", Failure("prompt", "upstream")
     return "error", Failure("prompt", "unknown")
-
-
-def result_diagnostic(
-    provider: str,
-    stop_reason: StopReason,
-    failure: Failure | None,
-    permission: str | None,
-    refused: str | None,
-) -> str | None:
-    """Composes a settled result's diagnostic from its facts (failure, then permission).
-
-    `error` → the failure line, then the permission line when a permission request took part;
-    `max-tokens`, `refusal`, a remote `aborted` → the permission line alone (if any);
-    `completed` → the line of the latest refused request, else nothing. A local cancel never
-    calls this.
-    """
-    if stop_reason == "completed":
-        return refused
-    if stop_reason == "error":
-        lines = [(failure or Failure("prompt", "unknown")).line(provider)]
-        if permission is not None:
-            lines.append(permission)
-        return "\n".join(lines)
-    if stop_reason == "aborted" and failure is not None:
-        lines = [failure.line(provider)]
-        if permission is not None:
-            lines.append(permission)
-        return "\n".join(lines)
-    return permission
-
-
-def teardown_line(provider: str, outcome: ProcessOutcome | None) -> str:
-    """The line reported when the tree is not confirmed gone after the SIGKILL wait."""
-    return Failure("teardown", "unknown", outcome=outcome).line(provider)

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import logging
 
-from subagent_core import Capabilities, SubagentRequest, SubagentRun, SubagentStartError
+from subagent_core import Capabilities, SubagentRequest, SubagentRun
 from subagent_core.kit import (
     AsyncClosing,
-    aborted_before_start_text,
-    compose_start_error,
-    failure_line,
+    ChildSession,
+    configuration_start_error,
+    start_preamble,
 )
 
-from ._config import CodexConfig, enterable_directory
-from ._run import CodexRun
+from ._config import CodexConfig
+from ._run import CodexChild
+
+_log = logging.getLogger("subagent_codex")
 
 CAPABILITIES = Capabilities(output_schema=True)
 """Codex enforces an output schema itself (`turn/start.outputSchema`); depth, tool filter and
@@ -56,30 +58,31 @@ class CodexProvider(AsyncClosing):
                 servers requested (codex takes its own from its config), the command could not
                 be spawned, or the handshake failed; the child's whole tree was torn down first.
         """
-        if request.cancel.cancelled:
-            raise SubagentStartError(aborted_before_start_text("Codex"))
-        cwd = self._workspace(request)
-        if cwd is None or request.mcp_servers:
-            line = failure_line(self._config.provider_name, "initialize", "configuration")
-            raise compose_start_error(
-                "Codex", cancelled=False, startup_line=line, cleanup_line=None
-            )
-        run = CodexRun(self._config, cwd, request)
-        await run.open()
-        return run
+        config = self._config
+        cwd = start_preamble("Codex", config.provider_name, request, config.cwd)
+        if request.mcp_servers:
+            raise configuration_start_error("Codex", config.provider_name)
+        session = self.new_session(CodexChild(config, cwd))
+        turn = session.begin_turn(
+            request.prompt, cancel=request.cancel, output_schema=request.output_schema
+        )
+        await session.open(request.cancel)
+        return session.run_of(turn, ends_session=True)
+
+    def new_session(self, child: CodexChild) -> ChildSession:
+        """The lifecycle that owns `child`, with this provider's deadlines and graces."""
+        config = self._config
+        return ChildSession(
+            child,
+            provider=config.provider_name,
+            teardown=config.teardown,
+            startup_timeout_seconds=config.startup_timeout_seconds,
+            idle_timeout_seconds=config.idle_timeout_seconds,
+            permission=config.permission,
+            permission_protocol="Codex",
+            extra_dispose_seconds=config.write_timeout_seconds + 2.0,
+            log=_log,
+        )
 
     async def aclose(self) -> None:
         """Nothing to release: every child belongs to its run."""
-
-    def _workspace(self, request: SubagentRequest) -> Path | None:
-        """The configured cwd, else the request's; it must be absolute and enterable."""
-        if self._config.cwd is not None:
-            path = self._config.cwd
-        else:
-            cwd: object = request.cwd
-            if not isinstance(cwd, str | Path) or str(cwd) == "":
-                return None
-            path = Path(cwd)
-            if not path.is_absolute():
-                return None
-        return path if enterable_directory(path) else None

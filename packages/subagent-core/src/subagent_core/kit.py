@@ -14,13 +14,27 @@ home:
 - events: `EventBuffer` and the normalisers that force child values into closed sets;
 - permission: `check_permission`, `PermissionGate`, `fixed_policy`;
 - deadlines: `check_timeout`, `IdleDeadline` and the defaults;
-- checked values: `safe_cost`, `parse_structured_output`.
+- checked values: `safe_cost`, `parse_structured_output`;
+- the lifecycle: `ChildSession` (one child's life in one owner task, for one turn or many),
+  the hooks a provider writes (`ChildProtocol`, `TurnDriver`), what they see and report
+  (`ChildLink`, `Turn`, `ChildFailure`), the published handle (`TurnRun`);
+- failure facts: `Failure`, `result_diagnostic`, `teardown_line`, `Teardown` (the ladder's
+  graces as one value);
+- before a spawn: `start_preamble`, `configuration_start_error`, `choose_workspace`,
+  `enterable_directory`.
 """
 
 from ._bounded_text import DEFAULT_MAX_OUTPUT_BYTES as DEFAULT_MAX_OUTPUT_BYTES
 from ._bounded_text import OUTPUT_TRUNCATION_MARKER as OUTPUT_TRUNCATION_MARKER
 from ._bounded_text import BoundedText as BoundedText
 from ._channel import ChildChannel as ChildChannel
+from ._child_session import CLOSE_SECONDS as CLOSE_SECONDS
+from ._child_session import INTERRUPT_SECONDS as INTERRUPT_SECONDS
+from ._child_session import OUTCOME_WAIT_SECONDS as OUTCOME_WAIT_SECONDS
+from ._child_session import ChildFailure as ChildFailure
+from ._child_session import ChildLink as ChildLink
+from ._child_session import ChildProtocol as ChildProtocol
+from ._child_session import ChildSession as ChildSession
 from ._closing import AsyncClosing as AsyncClosing
 from ._command import ChildCommand as ChildCommand
 from ._deadlines import DEFAULT_IDLE_TIMEOUT_SECONDS as DEFAULT_IDLE_TIMEOUT_SECONDS
@@ -45,6 +59,9 @@ from ._events import plan_entry_priority as plan_entry_priority
 from ._events import plan_entry_status as plan_entry_status
 from ._events import tool_call_status as tool_call_status
 from ._events import tool_kind as tool_kind
+from ._failure import Failure as Failure
+from ._failure import result_diagnostic as result_diagnostic
+from ._failure import teardown_line as teardown_line
 from ._framing import DEFAULT_MAX_FRAME_BYTES as DEFAULT_MAX_FRAME_BYTES
 from ._framing import FrameTooLargeError as FrameTooLargeError
 from ._framing import LineReader as LineReader
@@ -68,16 +85,28 @@ from ._stdio import open_stdio_streams as open_stdio_streams
 from ._structured import StructuredOutputError as StructuredOutputError
 from ._structured import parse_structured_output as parse_structured_output
 from ._structured import safe_cost as safe_cost
+from ._teardown import Teardown as Teardown
+from ._turn import Turn as Turn
+from ._turn import TurnDriver as TurnDriver
+from ._turn import TurnRun as TurnRun
+from ._workspace import choose_workspace as choose_workspace
+from ._workspace import configuration_start_error as configuration_start_error
+from ._workspace import enterable_directory as enterable_directory
+from ._workspace import start_preamble as start_preamble
 
 __all__ = [
     "ACP_TOOL_KINDS",
     "ALLOW_KINDS",
+    "CLOSE_SECONDS",
+    "DEFAULT_CHILD_STDERR_BYTES",
     "DEFAULT_EVENT_CAPACITY",
     "DEFAULT_IDLE_TIMEOUT_SECONDS",
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_MAX_OUTPUT_BYTES",
     "DEFAULT_STARTUP_TIMEOUT_SECONDS",
+    "INTERRUPT_SECONDS",
     "OPTION_KINDS",
+    "OUTCOME_WAIT_SECONDS",
     "OUTPUT_TRUNCATION_MARKER",
     "REFUSED_DECISIONS",
     "REJECT_KINDS",
@@ -85,9 +114,14 @@ __all__ = [
     "BoundedText",
     "ChildChannel",
     "ChildCommand",
+    "ChildFailure",
     "ChildKind",
+    "ChildLink",
+    "ChildProtocol",
+    "ChildSession",
     "ClosableProvider",
     "EventBuffer",
+    "Failure",
     "FailureCategory",
     "FrameTooLargeError",
     "IdleDeadline",
@@ -99,12 +133,19 @@ __all__ = [
     "ProcessOutcome",
     "SpawnError",
     "StructuredOutputError",
+    "Teardown",
+    "Turn",
+    "TurnDriver",
+    "TurnRun",
     "aborted_before_start_text",
     "bound_diagnostic",
     "check_permission",
     "check_timeout",
+    "choose_workspace",
     "compose_start_error",
+    "configuration_start_error",
     "drain_ended",
+    "enterable_directory",
     "failure_line",
     "fixed_policy",
     "new_run_id",
@@ -117,8 +158,11 @@ __all__ = [
     "permission_policy",
     "plan_entry_priority",
     "plan_entry_status",
+    "result_diagnostic",
     "safe_cost",
     "safe_tool_kind",
+    "start_preamble",
+    "teardown_line",
     "tool_call_status",
     "tool_kind",
 ]

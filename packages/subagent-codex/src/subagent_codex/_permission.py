@@ -1,4 +1,4 @@
-"""Server requests: approvals through the run's `PermissionGate`, everything else refused.
+"""Server requests: approvals through the running turn's `PermissionGate`, the rest refused.
 
 Codex asks before a command leaves the sandbox (`item/commandExecution/requestApproval`,
 kind `execute`), before a patch it may not write (`item/fileChange/requestApproval`, `edit`)
@@ -9,13 +9,16 @@ unasked). Elicitations are declined, user-input requests get no answers, and any
 is answered with a JSON-RPC error so the turn goes on without it.
 
 Requests are answered one at a time by one worker in arrival order: a host callback may take
-as long as it likes, and a storm of requests queues (bounded) instead of spawning tasks.
+as long as it likes, and a storm of requests queues (bounded) instead of spawning tasks. The
+worker lives as long as the child; each request is decided by the gate of the turn running
+when it is answered, and one that arrives between turns is declined unrecorded (no turn asked
+for the work it would allow).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -71,8 +74,14 @@ def _answer(method: str, params: Mapping[str, object], allowed: bool) -> dict[st
     return {"decision": "accept" if allowed else "decline"}
 
 
-async def answer(connection: Connection, gate: PermissionGate, request: ServerRequest) -> None:
-    """Decides and answers one server request.
+GateOf = Callable[[], PermissionGate | None]
+"""The gate of the turn running now, if any."""
+
+
+async def answer(
+    connection: Connection, gate: PermissionGate | None, request: ServerRequest
+) -> None:
+    """Decides and answers one server request (declined when no turn is running).
 
     Raises:
         ConnectionLostError: the answer could not be written.
@@ -80,7 +89,9 @@ async def answer(connection: Connection, gate: PermissionGate, request: ServerRe
     method, params = request.method, request.params
     kind = _KINDS.get(method)
     if kind is not None:
-        choice = await gate.decide(kind, _OFFERED, title=_title(params), raw_input=dict(params))
+        choice = None
+        if gate is not None:
+            choice = await gate.decide(kind, _OFFERED, title=_title(params), raw_input=dict(params))
         await connection.respond(request.ident, _answer(method, params, choice in ALLOW_KINDS))
     elif method == "mcpServer/elicitation/request":
         await connection.respond(request.ident, {"action": "decline"})
@@ -93,14 +104,14 @@ async def answer(connection: Connection, gate: PermissionGate, request: ServerRe
 
 async def serve_requests(
     connection: Connection,
-    gate: PermissionGate,
+    gate_of: GateOf,
     requests: MemoryObjectReceiveStream[ServerRequest],
 ) -> None:
     """The worker: answers queued requests in order until the queue closes or the wire ends."""
     async with requests:
         async for request in requests:
             try:
-                await answer(connection, gate, request)
+                await answer(connection, gate_of(), request)
             except ConnectionLostError:
                 return
             await anyio.lowlevel.checkpoint()

@@ -1,0 +1,529 @@
+"""`ChildSession`: one child's whole life in one owner task, for one turn or many.
+
+Every out-of-process provider makes the same promise: a start that fails or is cancelled
+leaves nothing behind, every wait is bounded (the startup deadline, then each turn's idle
+deadline, the child's exit, the cancel signal, the stop request), a turn settles exactly once,
+and ending the child runs the bounded, shielded teardown ladder until the tree is gone. This
+module keeps that promise once; a provider writes only its protocol, as `ChildProtocol` hooks
+(`handshake`, `begin_turn` → `TurnDriver.run` / `interrupt`, `close_child`).
+
+    holder (any task)                      owner (one OwnedTask for the child's life)
+    ─────────────────                      ──────────────────────────────────────────
+    begin_turn(prompt) ──queue──▶          spawn → handshake (startup deadline)
+    open(cancel) ◀─────── ready ─────────  ┐
+    TurnRun.result() ◀── settled ───────── │ for each queued turn: driver.run() raced against
+    TurnRun.dispose() ─── stop turn ─────▶ │ cancel, idle, exit, stop; settle; interrupt if the
+    aclose() ──────────── stop ──────────▶ ┘ child did not end the turn itself
+                                           close_child → ladder (EOF, TERM, KILL) → gone
+
+The owner owns the managed process, the provider's service tasks (readers, permission
+workers: `ChildLink.start_soon`) and every turn's watchers, so each resource has one owner even
+though the holder calls in from other tasks; the two sides talk only through events.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import math
+from collections.abc import Callable, Coroutine
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+
+from ._cancel import CancelSignal
+from ._command import ChildCommand
+from ._diagnostics import PermissionProtocol
+from ._errors import ChildKind, SubagentError, SubagentStartError, compose_start_error
+from ._failure import Failure, teardown_line
+from ._open import open_managed_process
+from ._owned_task import OwnedTask
+from ._permission import PermissionSetting
+from ._process import ManagedProcess, ProcessOutcome, SpawnError, StderrMode
+from ._teardown import Teardown
+from ._turn import Turn, TurnDriver, TurnRun
+
+OUTCOME_WAIT_SECONDS: Final = 1.0
+"""How long a lost wire waits for the process outcome before it is classified, and how long a
+call may still finish after the leader exited (a reply written just before exiting)."""
+
+INTERRUPT_SECONDS: Final = 1.0
+"""Bound on a turn's best-effort interrupt (a child not reading stdin blocks the write)."""
+
+CLOSE_SECONDS: Final = 1.0
+"""Bound on the provider's polite goodbye before the ladder."""
+
+
+class ChildFailure(Exception):
+    """Raised by a hook for a failure the provider classified; carries closed facts only."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__("the child failed")
+        self.failure = failure
+
+
+class ChildLink:
+    """What a provider's hooks see of the child: the process, the services, the clocks."""
+
+    def __init__(self, session: ChildSession, proc: ManagedProcess, services: anyio.abc.TaskGroup):
+        self._session = session
+        self.proc = proc
+        self._services = services
+        self.stage = "initialize"
+        """The provider's current handshake stage: a startup timeout or exit names it."""
+        self._exit_seen = anyio.Event()
+
+    def start_soon(self, function: Callable[..., Coroutine[Any, Any, Any]], *args: object) -> None:
+        """Starts a service task (a reader, a permission worker) that lives until the ladder
+        has ended the child; it must turn expected failures into facts itself."""
+        self._services.start_soon(function, *args)
+
+    @property
+    def turn(self) -> Turn | None:
+        """The turn the owner is running now, if any (service tasks report into it)."""
+        return self._session.current_turn
+
+    def touch(self) -> None:
+        """Records that the child said something: the running turn's idle clock restarts."""
+        turn = self._session.current_turn
+        if turn is not None:
+            turn.idle.touch()
+
+    @property
+    def exited(self) -> bool:
+        """True once the leader's exit was observed."""
+        return self._exit_seen.is_set()
+
+    @property
+    def outcome(self) -> ProcessOutcome | None:
+        """The leader's outcome, once observed."""
+        return self.proc.outcome
+
+    async def wait_exit(self, seconds: float = OUTCOME_WAIT_SECONDS) -> bool:
+        """Waits at most `seconds` for the leader's exit; True when it has exited."""
+        with anyio.move_on_after(seconds):
+            await self._exit_seen.wait()
+        return self.exited
+
+    def exit_failure(self, stage: str) -> Failure:
+        """`process-exit` at `stage` with the observed outcome (`process` for a turn's)."""
+        return Failure(stage, "process-exit", outcome=self.proc.outcome)
+
+
+class ChildProtocol(abc.ABC):
+    """A provider's protocol, as the hooks the lifecycle calls from the owner task.
+
+    `kind` names the provider in the fixed start sentences; `stderr` says what becomes of the
+    child's stderr (never passed through to the parent's by default).
+    """
+
+    kind: ChildKind
+    stderr: StderrMode = "devnull"
+    turn_stage: str = "prompt"
+    """The stage a turn's failures name (a process exit during a turn is `process`)."""
+
+    @abc.abstractmethod
+    def command(self) -> ChildCommand:
+        """The child's command (its placement included)."""
+
+    @abc.abstractmethod
+    async def handshake(self, link: ChildLink) -> None:
+        """Brings the child to where it takes a prompt; updates `link.stage` as it goes.
+
+        Raises:
+            ChildFailure: the child refused or broke the handshake.
+        """
+
+    @abc.abstractmethod
+    def begin_turn(self, link: ChildLink, turn: Turn) -> TurnDriver:
+        """The driver of `turn` (called in the owner, right before it runs)."""
+
+    async def close_child(self, link: ChildLink) -> None:  # noqa: B027 - optional hook
+        """A polite goodbye before the ladder (bounded and shielded by the kit)."""
+
+    def reading(self) -> bool:
+        """Whether a service task of the provider still drains stdout (else the ladder does)."""
+        return False
+
+
+class ChildSession:
+    """Owns one child from spawn to the end of its ladder, and runs its turns one at a time."""
+
+    def __init__(
+        self,
+        protocol: ChildProtocol,
+        *,
+        provider: str,
+        teardown: Teardown,
+        startup_timeout_seconds: float | None,
+        idle_timeout_seconds: float | None,
+        permission: PermissionSetting,
+        permission_protocol: PermissionProtocol,
+        reject_with_option: bool = True,
+        extra_dispose_seconds: float = 0.0,
+        log: logging.Logger | None = None,
+    ) -> None:
+        self._protocol = protocol
+        self.provider = provider
+        self._teardown = teardown
+        self._startup = startup_timeout_seconds
+        self._idle_seconds = idle_timeout_seconds
+        self._permission: PermissionSetting = permission
+        self._permission_protocol: PermissionProtocol = permission_protocol
+        self._reject_with_option = reject_with_option
+        self._log = log or logging.getLogger("subagent_core")
+        # The ladder may run twice (ours, then the process block's if the tree was not
+        # confirmed gone), plus the bounded interrupt and goodbye.
+        self._dispose_bound = (
+            2 * teardown.total_seconds
+            + INTERRUPT_SECONDS
+            + CLOSE_SECONDS
+            + extra_dispose_seconds
+            + 4.0
+        )
+        self._open_cancel = CancelSignal()
+        self._ready = anyio.Event()
+        self._stop = anyio.Event()
+        self._wake = anyio.Event()
+        self._queued: Turn | None = None
+        self.current_turn: Turn | None = None
+        self._call_scope: anyio.CancelScope | None = None
+        self._proc: ManagedProcess | None = None
+        self._link: ChildLink | None = None
+        self._owner: OwnedTask | None = None
+        self._start_error: SubagentStartError | None = None
+        self._start_cause: BaseException | None = None
+        self._teardown_line: str | None = None
+        self._closed = False
+        self._disposed = False
+        self._dispose_text: str | None = None
+        self.turns = 0
+        """How many turns were begun."""
+
+    # -- holder side ---------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        """True while the child is up and takes turns."""
+        return self._ready.is_set() and self._start_error is None and not self._closed
+
+    def begin_turn(
+        self,
+        prompt: str,
+        *,
+        cancel: CancelSignal | None = None,
+        output_schema: dict[str, Any] | None = None,
+    ) -> Turn:
+        """Queues a turn; the owner runs it as soon as the child is ready.
+
+        Raises:
+            SubagentError: a turn is still running (`TURN_IN_PROGRESS`), or the child has
+                ended (`SESSION_CLOSED`).
+        """
+        if self._closed or self._stop.is_set() or self._start_error is not None:
+            raise SubagentError("SESSION_CLOSED", "the session's child has ended")
+        current = self.current_turn
+        if self._queued is not None or (current is not None and not current.done):
+            raise SubagentError("TURN_IN_PROGRESS", "a turn of this session is still running")
+        turn = Turn(
+            provider=self.provider,
+            prompt=prompt,
+            output_schema=output_schema,
+            cancel=cancel or CancelSignal(),
+            permission=self._permission,
+            permission_protocol=self._permission_protocol,
+            reject_with_option=self._reject_with_option,
+            idle_seconds=self._idle_seconds,
+        )
+        self._queued = turn
+        self.turns += 1
+        self._wake.set()
+        return turn
+
+    def run_of(self, turn: Turn, *, ends_session: bool) -> TurnRun:
+        """The published handle of `turn` (a one-shot run ends the child when disposed)."""
+        return TurnRun(self, turn, ends_session=ends_session)
+
+    async def open(self, cancel: CancelSignal | None = None) -> None:
+        """Starts the owner and waits until the child is ready; `cancel` aborts the start.
+
+        Raises:
+            SubagentStartError: the child could not start; its tree was torn down first.
+        """
+        if cancel is not None:
+            self._open_cancel = cancel
+        self._owner = OwnedTask.start(self._own, name=f"{self._log.name}.child")
+        try:
+            await self._ready.wait()
+        except BaseException:
+            # The caller was cancelled mid-start: roll back before letting the cancel through.
+            with anyio.CancelScope(shield=True):
+                self._request_stop()
+                with anyio.move_on_after(self._dispose_bound):
+                    await self._wait_owner()
+            raise
+        if self._start_error is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self._dispose_bound):
+                await self._wait_owner()
+            raise self._start_error from self._start_cause
+
+    async def stop_turn(self, turn: Turn) -> None:
+        """Ends `turn` (aborted if still running, the child interrupted); the child stays."""
+        with anyio.CancelScope(shield=True):
+            if turn.done:
+                return
+            turn.abort()
+            turn.stop_requested = True
+            if self._queued is turn:
+                self._queued = None
+                turn.mark_done()
+                return
+            if self.current_turn is turn and self._call_scope is not None:
+                self._call_scope.cancel()
+            with anyio.move_on_after(self._dispose_bound):
+                await turn.wait_done()
+
+    async def aclose(self) -> str | None:
+        """Ends the child (memoized): `None` once the tree is gone, else the teardown line."""
+        with anyio.CancelScope(shield=True):
+            for turn in (self.current_turn, self._queued):
+                if turn is not None:
+                    turn.abort()
+            self._request_stop()
+            with anyio.move_on_after(self._dispose_bound):
+                await self._wait_owner()
+            if not self._disposed:
+                self._disposed = True
+                if self._owner is None or self._owner.done:
+                    self._dispose_text = self._teardown_line
+                else:
+                    self._log.warning("%s child: teardown did not finish in time", self.provider)
+                    outcome = None if self._proc is None else self._proc.outcome
+                    self._dispose_text = teardown_line(self.provider, outcome)
+            return self._dispose_text
+
+    def _request_stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._call_scope is not None:
+            self._call_scope.cancel()
+
+    async def _wait_owner(self) -> None:
+        if self._owner is not None:
+            await self._owner.wait()
+
+    def _fail_start(
+        self,
+        failure: Failure | None,
+        cleanup_line: str | None,
+        cause: BaseException | None,
+        *,
+        cancelled: bool = False,
+    ) -> None:
+        if self._ready.is_set():
+            return
+        startup = None if failure is None else failure.line(self.provider)
+        self._start_error = compose_start_error(
+            self._protocol.kind,
+            cancelled=cancelled,
+            startup_line=startup,
+            cleanup_line=cleanup_line,
+        )
+        self._start_cause = cause
+        self._ready.set()
+
+    # -- owner side ----------------------------------------------------------------------------
+
+    async def _own(self) -> None:
+        stage = "initialize"
+        teardown = self._teardown
+        try:
+            async with open_managed_process(
+                self._protocol.command(),
+                stdin="pipe",
+                stdout="pipe",
+                stderr=self._protocol.stderr,
+                eof_grace_seconds=teardown.eof_grace_seconds,
+                term_grace_seconds=teardown.term_grace_seconds,
+                kill_grace_seconds=teardown.kill_grace_seconds,
+            ) as proc:
+                self._proc = proc
+                await self._with_child(proc)
+        except SpawnError as error:
+            self._log.info("%s child: could not spawn (%s)", self.provider, error.reason)
+            # A workspace that vanished after it was checked is still a configuration fact.
+            failure = (
+                Failure("initialize", "configuration")
+                if error.reason == "bad-cwd"
+                else Failure("process", "process-start")
+            )
+            self._fail_start(failure, None, error)
+        except Exception as error:
+            # A bug of ours must neither hang nor crash the parent: settle with safe facts.
+            self._log.exception("%s child: unexpected failure", self.provider)
+            if self._link is not None:
+                stage = self._link.stage if not self._ready.is_set() else self._protocol.turn_stage
+            self._fail_start(Failure(stage, "unknown"), None, error)
+            for turn in (self.current_turn, self._queued):
+                if turn is not None:
+                    turn.fail(Failure(self._protocol.turn_stage, "unknown"))
+        finally:
+            self._closed = True
+            if not self._ready.is_set():
+                self._fail_start(Failure(stage, "unknown"), None, None)
+            for turn in (self.current_turn, self._queued):
+                if turn is not None:
+                    turn.abort()
+                    turn.mark_done()
+            self._queued = None
+
+    async def _with_child(self, proc: ManagedProcess) -> None:
+        failure: Failure | None = None
+        cause: BaseException | None = None
+        cancelled = False
+        gone = False
+        async with anyio.create_task_group() as services:
+            link = self._link = ChildLink(self, proc, services)
+            services.start_soon(self._watch_exit, link)
+            try:
+                failure, cause, cancelled = await self._open_child(link)
+                if failure is None and not cancelled:
+                    self._ready.set()
+                    await self._serve_turns(link)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    if self._ready.is_set() and self._start_error is None and not link.exited:
+                        with anyio.move_on_after(CLOSE_SECONDS):
+                            await self._protocol.close_child(link)
+                    gone = await self._end(proc)
+                services.cancel_scope.cancel()
+        cleanup = None if gone else teardown_line(self.provider, proc.outcome)
+        if not self._ready.is_set():
+            self._fail_start(failure, cleanup, cause, cancelled=cancelled)
+        else:
+            self._teardown_line = cleanup
+
+    async def _watch_exit(self, link: ChildLink) -> None:
+        await link.proc.wait()
+        link._exit_seen.set()  # pyright: ignore[reportPrivateUsage] - the link's one writer
+        scope = self._call_scope
+        if scope is not None:
+            # A reply written just before exiting is still delivered; no longer than this.
+            scope.deadline = min(scope.deadline, anyio.current_time() + OUTCOME_WAIT_SECONDS)
+
+    def _enter_call(self, scope: anyio.CancelScope, link: ChildLink) -> None:
+        self._call_scope = scope
+        if self._stop.is_set():
+            scope.cancel()
+        if link.exited:
+            scope.deadline = min(scope.deadline, anyio.current_time() + OUTCOME_WAIT_SECONDS)
+
+    async def _open_child(
+        self, link: ChildLink
+    ) -> tuple[Failure | None, BaseException | None, bool]:
+        """The handshake under the startup deadline; `(failure, cause, cancelled)`."""
+        startup = self._startup
+        deadline = math.inf if startup is None else anyio.current_time() + startup
+        done = False
+        with self._open_cancel.cancel_scope(), anyio.CancelScope(deadline=deadline) as scope:
+            self._enter_call(scope, link)
+            try:
+                await self._protocol.handshake(link)
+                done = True
+            except ChildFailure as error:
+                return error.failure, error.__cause__, False
+            finally:
+                self._call_scope = None
+        if done:
+            return None, None, False
+        if self._stop.is_set() or self._open_cancel.cancelled:
+            return None, None, True
+        if link.exited:
+            return link.exit_failure(link.stage), None, False
+        self._log.info("%s child: the handshake outlived the startup deadline", self.provider)
+        return Failure(link.stage, "timeout"), None, False
+
+    async def _serve_turns(self, link: ChildLink) -> None:
+        while not self._stop.is_set():
+            turn = self._queued
+            if turn is None:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                continue
+            self._queued = None
+            self.current_turn = turn
+            try:
+                await self._run_turn(link, turn)
+            finally:
+                turn.mark_done()
+
+    async def _run_turn(self, link: ChildLink, turn: Turn) -> None:
+        stage = self._protocol.turn_stage
+        if turn.settled:
+            return  # disposed before it began
+        if link.exited:
+            turn.fail(link.exit_failure("process"))
+            return
+        driver = self._protocol.begin_turn(link, turn)
+        turn.driver = driver
+        turn.idle.touch()
+        async with anyio.create_task_group() as watchers:
+            watchers.start_soon(self._watch_idle, turn)
+            with turn.cancel.cancel_scope(), anyio.CancelScope() as scope:
+                self._enter_call(scope, link)
+                if turn.stop_requested:
+                    scope.cancel()
+                try:
+                    await driver.run()
+                except ChildFailure as error:
+                    turn.fail(error.failure)
+                finally:
+                    self._call_scope = None
+            watchers.cancel_scope.cancel()
+        if not turn.settled:
+            if turn.cancel.cancelled or turn.stop_requested or self._stop.is_set():
+                turn.abort()
+            elif turn.idle_expired:
+                self._log.info("%s child: silent past idle_timeout_seconds", self.provider)
+                turn.fail(Failure(stage, "timeout"))
+            elif link.exited:
+                turn.fail(link.exit_failure("process"))
+            else:
+                self._log.warning("%s child: the turn ended unsettled", self.provider)
+                turn.fail(Failure(stage, "unknown"))
+        if not driver.finished and not link.exited and not self._stop.is_set():
+            with anyio.move_on_after(INTERRUPT_SECONDS, shield=True):
+                await driver.interrupt()
+
+    async def _watch_idle(self, turn: Turn) -> None:
+        await turn.idle.expired()
+        turn.idle_expired = True
+        if self._call_scope is not None:
+            self._call_scope.cancel()
+
+    async def _end(self, proc: ManagedProcess) -> bool:
+        """The managed ladder; keeps stdout drained so a child blocked on it can exit."""
+        gone = False
+        async with anyio.create_task_group() as tg:
+            if not self._protocol.reading() and proc.stdout is not None:
+                tg.start_soon(_discard, proc.stdout)
+            teardown = self._teardown
+            gone = await proc.terminate(
+                teardown.eof_grace_seconds,
+                teardown.term_grace_seconds,
+                teardown.kill_grace_seconds,
+            )
+            tg.cancel_scope.cancel()
+        if not gone:
+            self._log.warning("%s child: the process tree is not confirmed gone", self.provider)
+        return gone
+
+
+async def _discard(stream: anyio.abc.ByteReceiveStream) -> None:
+    """Reads and drops whatever the child still writes."""
+    try:
+        while True:
+            await stream.receive(65536)
+    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        return
