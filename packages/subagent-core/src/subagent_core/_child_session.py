@@ -23,128 +23,31 @@ though the holder calls in from other tasks; the two sides talk only through eve
 
 from __future__ import annotations
 
-import abc
 import logging
 import math
-from collections.abc import Callable, Coroutine
-from typing import Any, Final
+from typing import Any
 
 import anyio
 import anyio.abc
 
 from ._cancel import CancelSignal
-from ._command import ChildCommand
+from ._child_protocol import (
+    CLOSE_SECONDS,
+    INTERRUPT_SECONDS,
+    OUTCOME_WAIT_SECONDS,
+    ChildFailure,
+    ChildLink,
+    ChildProtocol,
+)
 from ._diagnostics import PermissionProtocol
-from ._errors import ChildKind, SubagentError, SubagentStartError, compose_start_error
+from ._errors import SubagentError, SubagentStartError, compose_start_error
 from ._failure import Failure, teardown_line
 from ._open import open_managed_process
 from ._owned_task import OwnedTask
 from ._permission import PermissionSetting
-from ._process import ManagedProcess, ProcessOutcome, SpawnError, StderrMode
+from ._process import ManagedProcess, SpawnError
 from ._teardown import Teardown
-from ._turn import Turn, TurnDriver, TurnRun
-
-OUTCOME_WAIT_SECONDS: Final = 1.0
-"""How long a lost wire waits for the process outcome before it is classified, and how long a
-call may still finish after the leader exited (a reply written just before exiting)."""
-
-INTERRUPT_SECONDS: Final = 1.0
-"""Bound on a turn's best-effort interrupt (a child not reading stdin blocks the write)."""
-
-CLOSE_SECONDS: Final = 1.0
-"""Bound on the provider's polite goodbye before the ladder."""
-
-
-class ChildFailure(Exception):
-    """Raised by a hook for a failure the provider classified; carries closed facts only."""
-
-    def __init__(self, failure: Failure) -> None:
-        super().__init__("the child failed")
-        self.failure = failure
-
-
-class ChildLink:
-    """What a provider's hooks see of the child: the process, the services, the clocks."""
-
-    def __init__(self, session: ChildSession, proc: ManagedProcess, services: anyio.abc.TaskGroup):
-        self._session = session
-        self.proc = proc
-        self._services = services
-        self.stage = "initialize"
-        """The provider's current handshake stage: a startup timeout or exit names it."""
-        self._exit_seen = anyio.Event()
-
-    def start_soon(self, function: Callable[..., Coroutine[Any, Any, Any]], *args: object) -> None:
-        """Starts a service task (a reader, a permission worker) that lives until the ladder
-        has ended the child; it must turn expected failures into facts itself."""
-        self._services.start_soon(function, *args)
-
-    @property
-    def turn(self) -> Turn | None:
-        """The turn the owner is running now, if any (service tasks report into it)."""
-        return self._session.current_turn
-
-    def touch(self) -> None:
-        """Records that the child said something: the running turn's idle clock restarts."""
-        turn = self._session.current_turn
-        if turn is not None:
-            turn.idle.touch()
-
-    @property
-    def exited(self) -> bool:
-        """True once the leader's exit was observed."""
-        return self._exit_seen.is_set()
-
-    @property
-    def outcome(self) -> ProcessOutcome | None:
-        """The leader's outcome, once observed."""
-        return self.proc.outcome
-
-    async def wait_exit(self, seconds: float = OUTCOME_WAIT_SECONDS) -> bool:
-        """Waits at most `seconds` for the leader's exit; True when it has exited."""
-        with anyio.move_on_after(seconds):
-            await self._exit_seen.wait()
-        return self.exited
-
-    def exit_failure(self, stage: str) -> Failure:
-        """`process-exit` at `stage` with the observed outcome (`process` for a turn's)."""
-        return Failure(stage, "process-exit", outcome=self.proc.outcome)
-
-
-class ChildProtocol(abc.ABC):
-    """A provider's protocol, as the hooks the lifecycle calls from the owner task.
-
-    `kind` names the provider in the fixed start sentences; `stderr` says what becomes of the
-    child's stderr (never passed through to the parent's by default).
-    """
-
-    kind: ChildKind
-    stderr: StderrMode = "devnull"
-    turn_stage: str = "prompt"
-    """The stage a turn's failures name (a process exit during a turn is `process`)."""
-
-    @abc.abstractmethod
-    def command(self) -> ChildCommand:
-        """The child's command (its placement included)."""
-
-    @abc.abstractmethod
-    async def handshake(self, link: ChildLink) -> None:
-        """Brings the child to where it takes a prompt; updates `link.stage` as it goes.
-
-        Raises:
-            ChildFailure: the child refused or broke the handshake.
-        """
-
-    @abc.abstractmethod
-    def begin_turn(self, link: ChildLink, turn: Turn) -> TurnDriver:
-        """The driver of `turn` (called in the owner, right before it runs)."""
-
-    async def close_child(self, link: ChildLink) -> None:  # noqa: B027 - optional hook
-        """A polite goodbye before the ladder (bounded and shielded by the kit)."""
-
-    def reading(self) -> bool:
-        """Whether a service task of the provider still drains stdout (else the ladder does)."""
-        return False
+from ._turn import Turn, TurnRun
 
 
 class ChildSession:
@@ -200,6 +103,8 @@ class ChildSession:
         self._dispose_text: str | None = None
         self.turns = 0
         """How many turns were begun."""
+        self.start_failure: Failure | None = None
+        """What failed the start, when it failed with a known fact."""
 
     # -- holder side ---------------------------------------------------------------------------
 
@@ -245,15 +150,20 @@ class ChildSession:
         """The published handle of `turn` (a one-shot run ends the child when disposed)."""
         return TurnRun(self, turn, ends_session=ends_session)
 
-    async def open(self, cancel: CancelSignal | None = None) -> None:
+    async def open(
+        self, cancel: CancelSignal | None = None, *, owner: OwnedTask | None = None
+    ) -> None:
         """Starts the owner and waits until the child is ready; `cancel` aborts the start.
+
+        `owner` adopts a task that already holds a spawned child and calls `drive()` (a warm
+        pool's); without it the session spawns its child in an owner task of its own.
 
         Raises:
             SubagentStartError: the child could not start; its tree was torn down first.
         """
         if cancel is not None:
             self._open_cancel = cancel
-        self._owner = OwnedTask.start(self._own, name=f"{self._log.name}.child")
+        self._owner = owner or OwnedTask.start(self._own, name=f"{self._log.name}.child")
         try:
             await self._ready.wait()
         except BaseException:
@@ -323,6 +233,7 @@ class ChildSession:
     ) -> None:
         if self._ready.is_set():
             return
+        self.start_failure = failure
         startup = None if failure is None else failure.line(self.provider)
         self._start_error = compose_start_error(
             self._protocol.kind,
@@ -336,7 +247,6 @@ class ChildSession:
     # -- owner side ----------------------------------------------------------------------------
 
     async def _own(self) -> None:
-        stage = "initialize"
         teardown = self._teardown
         try:
             async with open_managed_process(
@@ -348,8 +258,7 @@ class ChildSession:
                 term_grace_seconds=teardown.term_grace_seconds,
                 kill_grace_seconds=teardown.kill_grace_seconds,
             ) as proc:
-                self._proc = proc
-                await self._with_child(proc)
+                await self.drive(proc)
         except SpawnError as error:
             self._log.info("%s child: could not spawn (%s)", self.provider, error.reason)
             # A workspace that vanished after it was checked is still a configuration fact.
@@ -359,24 +268,48 @@ class ChildSession:
                 else Failure("process", "process-start")
             )
             self._fail_start(failure, None, error)
+        finally:
+            self._finish()
+
+    async def drive(self, proc: ManagedProcess) -> None:
+        """Drives a spawned child from its handshake to the end of its ladder.
+
+        The owner task calls it: the session's own (`open()` without `owner`), or the task
+        that spawned the child ahead of need (a warm pool), whose block owns the process.
+        """
+        self._proc = proc
+        try:
+            await self._with_child(proc)
         except Exception as error:
             # A bug of ours must neither hang nor crash the parent: settle with safe facts.
             self._log.exception("%s child: unexpected failure", self.provider)
-            if self._link is not None:
-                stage = self._link.stage if not self._ready.is_set() else self._protocol.turn_stage
+            ready = self._ready.is_set()
+            stage = self._protocol.turn_stage if ready else self._stage()
             self._fail_start(Failure(stage, "unknown"), None, error)
             for turn in (self.current_turn, self._queued):
                 if turn is not None:
                     turn.fail(Failure(self._protocol.turn_stage, "unknown"))
         finally:
-            self._closed = True
-            if not self._ready.is_set():
-                self._fail_start(Failure(stage, "unknown"), None, None)
-            for turn in (self.current_turn, self._queued):
-                if turn is not None:
-                    turn.abort()
-                    turn.mark_done()
-            self._queued = None
+            self._finish()
+
+    def abandon(self) -> None:
+        """Fails a start whose child was lost before it could be driven (a warm pool's)."""
+        self._fail_start(Failure(self._stage(), "unknown"), None, None)
+        self._finish()
+
+    def _stage(self) -> str:
+        return "initialize" if self._link is None else self._link.stage
+
+    def _finish(self) -> None:
+        """The owner's last step (idempotent): nothing waits on the child any more."""
+        self._closed = True
+        if not self._ready.is_set():
+            self._fail_start(Failure(self._stage(), "unknown"), None, None)
+        for turn in (self.current_turn, self._queued):
+            if turn is not None:
+                turn.abort()
+                turn.mark_done()
+        self._queued = None
 
     async def _with_child(self, proc: ManagedProcess) -> None:
         failure: Failure | None = None
@@ -384,7 +317,7 @@ class ChildSession:
         cancelled = False
         gone = False
         async with anyio.create_task_group() as services:
-            link = self._link = ChildLink(self, proc, services)
+            link = self._link = ChildLink(lambda: self.current_turn, proc, services)
             services.start_soon(self._watch_exit, link)
             try:
                 failure, cause, cancelled = await self._open_child(link)

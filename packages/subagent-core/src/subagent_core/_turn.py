@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -25,8 +25,19 @@ from ._run import SubagentRun, new_run_id
 from ._types import StopReason, SubagentResult, Usage
 
 if TYPE_CHECKING:
-    from ._child_session import ChildSession
     from ._diagnostics import PermissionProtocol
+
+
+class TurnOwner(Protocol):
+    """What a turn's handle asks of the session that runs it."""
+
+    async def stop_turn(self, turn: Turn) -> None:
+        """Ends `turn` (aborted if still running); the child stays up."""
+        ...
+
+    async def aclose(self) -> str | None:
+        """Ends the child; `None` once its tree is gone, else the teardown line."""
+        ...
 
 
 class TurnDriver(abc.ABC):
@@ -192,7 +203,7 @@ class TurnRun(SubagentRun):
     dispose interrupts the turn if it is still running and leaves the child up for the next.
     """
 
-    def __init__(self, session: ChildSession, turn: Turn, *, ends_session: bool) -> None:
+    def __init__(self, session: TurnOwner, turn: Turn, *, ends_session: bool) -> None:
         self.id = new_run_id()
         self._session = session
         self._turn = turn

@@ -28,12 +28,12 @@ from ._bounded_text import DEFAULT_MAX_OUTPUT_BYTES as DEFAULT_MAX_OUTPUT_BYTES
 from ._bounded_text import OUTPUT_TRUNCATION_MARKER as OUTPUT_TRUNCATION_MARKER
 from ._bounded_text import BoundedText as BoundedText
 from ._channel import ChildChannel as ChildChannel
-from ._child_session import CLOSE_SECONDS as CLOSE_SECONDS
-from ._child_session import INTERRUPT_SECONDS as INTERRUPT_SECONDS
-from ._child_session import OUTCOME_WAIT_SECONDS as OUTCOME_WAIT_SECONDS
-from ._child_session import ChildFailure as ChildFailure
-from ._child_session import ChildLink as ChildLink
-from ._child_session import ChildProtocol as ChildProtocol
+from ._child_protocol import CLOSE_SECONDS as CLOSE_SECONDS
+from ._child_protocol import INTERRUPT_SECONDS as INTERRUPT_SECONDS
+from ._child_protocol import OUTCOME_WAIT_SECONDS as OUTCOME_WAIT_SECONDS
+from ._child_protocol import ChildFailure as ChildFailure
+from ._child_protocol import ChildLink as ChildLink
+from ._child_protocol import ChildProtocol as ChildProtocol
 from ._child_session import ChildSession as ChildSession
 from ._closing import AsyncClosing as AsyncClosing
 from ._command import ChildCommand as ChildCommand
@@ -98,7 +98,6 @@ __all__ = [
     "ACP_TOOL_KINDS",
     "ALLOW_KINDS",
     "CLOSE_SECONDS",
-    "DEFAULT_CHILD_STDERR_BYTES",
     "DEFAULT_EVENT_CAPACITY",
     "DEFAULT_IDLE_TIMEOUT_SECONDS",
     "DEFAULT_MAX_FRAME_BYTES",

@@ -1,0 +1,131 @@
+"""What a provider writes for the lifecycle (`ChildProtocol`) and what its hooks see (`ChildLink`).
+
+A provider's protocol is a handful of hooks the owner task calls — `handshake`, `begin_turn`
+(a `TurnDriver` per turn), `close_child` — plus its closed mapping tables. The hooks never
+race deadlines, cancels or the child's exit themselves: the lifecycle runs each inside a scope
+those cancel, and classifies what stopped it. A hook that has classified a failure itself (an
+error answer, a lost wire) raises `ChildFailure` with closed facts.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Coroutine
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+
+from ._command import ChildCommand
+from ._errors import ChildKind
+from ._failure import Failure
+from ._process import ManagedProcess, ProcessOutcome, StderrMode
+from ._stderr_log import ChildStderr
+from ._turn import Turn, TurnDriver
+
+OUTCOME_WAIT_SECONDS: Final = 1.0
+"""How long a lost wire waits for the process outcome before it is classified, and how long a
+call may still finish after the leader exited (a reply written just before exiting)."""
+
+INTERRUPT_SECONDS: Final = 1.0
+"""Bound on a turn's best-effort interrupt (a child not reading stdin blocks the write)."""
+
+CLOSE_SECONDS: Final = 1.0
+"""Bound on the provider's polite goodbye before the ladder."""
+
+
+class ChildFailure(Exception):
+    """Raised by a hook for a failure the provider classified; carries closed facts only."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__("the child failed")
+        self.failure = failure
+
+
+class ChildLink:
+    """What a provider's hooks see of the child: the process, the services, the clocks."""
+
+    def __init__(
+        self,
+        current_turn: Callable[[], Turn | None],
+        proc: ManagedProcess,
+        services: anyio.abc.TaskGroup,
+    ) -> None:
+        self._current_turn = current_turn
+        self.proc = proc
+        self._services = services
+        self.stage = "initialize"
+        """The provider's current handshake stage: a startup timeout or exit names it."""
+        self._exit_seen = anyio.Event()
+
+    def start_soon(self, function: Callable[..., Coroutine[Any, Any, Any]], *args: object) -> None:
+        """Starts a service task (a reader, a permission worker) that lives until the ladder
+        has ended the child; it must turn expected failures into facts itself."""
+        self._services.start_soon(function, *args)
+
+    @property
+    def turn(self) -> Turn | None:
+        """The turn the owner is running now, if any (service tasks report into it)."""
+        return self._current_turn()
+
+    def touch(self) -> None:
+        """Records that the child said something: the running turn's idle clock restarts."""
+        turn = self._current_turn()
+        if turn is not None:
+            turn.idle.touch()
+
+    @property
+    def exited(self) -> bool:
+        """True once the leader's exit was observed."""
+        return self._exit_seen.is_set()
+
+    @property
+    def outcome(self) -> ProcessOutcome | None:
+        """The leader's outcome, once observed."""
+        return self.proc.outcome
+
+    async def wait_exit(self, seconds: float = OUTCOME_WAIT_SECONDS) -> bool:
+        """Waits at most `seconds` for the leader's exit; True when it has exited."""
+        with anyio.move_on_after(seconds):
+            await self._exit_seen.wait()
+        return self.exited
+
+    def exit_failure(self, stage: str) -> Failure:
+        """`process-exit` at `stage` with the observed outcome (`process` for a turn's)."""
+        return Failure(stage, "process-exit", outcome=self.proc.outcome)
+
+
+class ChildProtocol(abc.ABC):
+    """A provider's protocol, as the hooks the lifecycle calls from the owner task.
+
+    `kind` names the provider in the fixed start sentences; `stderr` says what becomes of the
+    child's stderr (never passed through to the parent's by default).
+    """
+
+    kind: ChildKind
+    stderr: StderrMode | ChildStderr = "devnull"
+    turn_stage: str = "prompt"
+    """The stage a turn's failures name (a process exit during a turn is `process`)."""
+
+    @abc.abstractmethod
+    def command(self) -> ChildCommand:
+        """The child's command (its placement included)."""
+
+    @abc.abstractmethod
+    async def handshake(self, link: ChildLink) -> None:
+        """Brings the child to where it takes a prompt; updates `link.stage` as it goes.
+
+        Raises:
+            ChildFailure: the child refused or broke the handshake.
+        """
+
+    @abc.abstractmethod
+    def begin_turn(self, link: ChildLink, turn: Turn) -> TurnDriver:
+        """The driver of `turn` (called in the owner, right before it runs)."""
+
+    async def close_child(self, link: ChildLink) -> None:  # noqa: B027 - optional hook
+        """A polite goodbye before the ladder (bounded and shielded by the kit)."""
+
+    def reading(self) -> bool:
+        """Whether a service task of the provider still drains stdout (else the ladder does)."""
+        return False
