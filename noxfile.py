@@ -104,7 +104,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def types(session: nox.Session) -> None:
-    """pyright strict over every package, once for Linux and once for Windows branches."""
+    """pyright strict over every package, `tests-realwork/` and `bench/` (pyproject's
+    `include`), once for Linux and once for Windows branches."""
     _sync(session, "--all-packages", "--no-default-groups", "--group", "lint", "--group", "dev")
     for platform in ("Linux", "Windows"):
         session.run("pyright", "--pythonplatform", platform, *session.posargs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from pathlib import Path
 
 
@@ -19,6 +20,8 @@ def _proc_field(path: str, key: str) -> str | None:
 
 
 def load_average() -> str:
+    if sys.platform == "win32":
+        return "unknown"  # a Unix figure: Windows keeps no load average
     try:
         one, five, fifteen = os.getloadavg()
     except OSError:

@@ -44,9 +44,11 @@ def _marker(ctx: Context, name: str) -> Path:
     return path
 
 
-def _run_subject(
+def run_subject(
     ctx: Context, name: str, provider_for: Callable[[Path], SubagentProvider]
 ) -> Subject:
+    """Times cancel → `aborted` result → disposed, tree gone (`profile_case.py` profiles it)."""
+
     async def subject() -> float:
         marker = _marker(ctx, f"{name}.ready")
         provider = provider_for(marker)
@@ -172,8 +174,8 @@ async def cancel_to_gone(ctx: Context) -> list[Section]:
     )
     subjects: dict[str, Subject] = {}
     for behaviour in (COOPERATIVE, STUBBORN):
-        subjects[f"ACP, {behaviour}"] = _run_subject(ctx, "acp", acp_provider(behaviour))
-        subjects[f"SDK, {behaviour}"] = _run_subject(ctx, "sdk", sdk_provider(behaviour))
+        subjects[f"ACP, {behaviour}"] = run_subject(ctx, "acp", acp_provider(behaviour))
+        subjects[f"SDK, {behaviour}"] = run_subject(ctx, "sdk", sdk_provider(behaviour))
         subjects[f"process_execute, {behaviour}"] = process_subject(ctx, behaviour)
     samples: dict[str, Sample] = await paired(subjects, warmup=1, repeat=ctx.reps(6, 2))
     for name, sample in samples.items():

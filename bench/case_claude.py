@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -113,7 +114,7 @@ async def native_vs_acp(ctx: Context) -> list[Section]:
         # always passes --allow-dangerously-skip-permissions, which the CLI refuses as root
         # unless IS_SANDBOX=1; the native provider never passes it.
         acp_env = {**env, "CLAUDE_CODE_EXECUTABLE": str(cli)}
-        if os.geteuid() == 0:
+        if sys.platform != "win32" and os.geteuid() == 0:
             acp_env["IS_SANDBOX"] = "1"
         acp = ACPProvider(ACPConfig(command=str(adapter), env=acp_env, provider_name="claude-acp"))
         disposes: dict[str, list[float]] = {"native": [], "acp": []}

@@ -39,7 +39,9 @@ def _parent_key(round_index: int, parent: int) -> str:
     return f"parent-r{round_index:03d}-p{parent:02d}:"
 
 
-def _rules(rounds: int, child_ms: int) -> list[dict[str, object]]:
+def delegation_rules(rounds: int, child_ms: int) -> list[dict[str, object]]:
+    """The stub's rules: every parent of every round delegates one child, answered after
+    `child_ms` (`profile_case.py` replays them too)."""
     call = {
         "name": "subagent_delegate",
         "arguments": {"task": CHILD_TASK, "description": "bench child"},
@@ -117,7 +119,9 @@ async def delegation(ctx: Context) -> list[Section]:
         ],
     )
     peaks: list[int] = []
-    async with scripted_server(ctx, "delegation", _rules(warmup + repeat, child_ms)) as url:
+    async with scripted_server(
+        ctx, "delegation", delegation_rules(warmup + repeat, child_ms)
+    ) as url:
         endpoint = ModelEndpoint(base_url=url, api_key="unused", model=MODEL)
         samples = await paired(
             {"parents": parents(ctx, endpoint, peaks), "child": one_child(ctx, endpoint)},

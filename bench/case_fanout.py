@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -32,6 +33,13 @@ SIZES = (1, 8, 32, 128)
 QUICK_SIZES = (1, 4, 16)
 TEXT = "fan-out"
 PLOT = "fanout.svg"
+
+
+def _open_fds(process: psutil.Process) -> int:
+    """The process's open file descriptors (its handles on Windows, which has no fds)."""
+    if sys.platform == "win32":
+        return process.num_handles()
+    return process.num_fds()
 
 
 def _acp(gate: Path) -> SubagentProvider:
@@ -69,7 +77,7 @@ class Batch:
         traced = round_index == 0  # the warm-up batch, whose time is discarded anyway
         provider = self._build(gate)
         me = psutil.Process()
-        rss_before, fds_before = me.memory_info().rss, me.num_fds()
+        rss_before, fds_before = me.memory_info().rss, _open_fds(me)
         if traced:
             tracemalloc.start()
         runs: list[SubagentRun] = []
@@ -88,7 +96,7 @@ class Batch:
                 for _ in range(size):
                     group.start_soon(start_one)
             self.rss.append((me.memory_info().rss - rss_before) / size / 1024)
-            self.fds.append((me.num_fds() - fds_before) / size)
+            self.fds.append((_open_fds(me) - fds_before) / size)
             if traced:
                 self.heap.append(tracemalloc.get_traced_memory()[0] / size / 1024)
                 tracemalloc.stop()

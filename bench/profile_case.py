@@ -59,10 +59,10 @@ SCENARIOS: dict[str, Callable[[Context], Subject]] = {
     "acp-stream-small-raw": lambda ctx: _acp_stream(ctx, raw=True, huge=False),
     "acp-stream-huge": lambda ctx: _acp_stream(ctx, raw=False, huge=True),
     "acp-stream-huge-raw": lambda ctx: _acp_stream(ctx, raw=True, huge=True),
-    "cancel-acp": lambda ctx: case_cancel._run_subject(
+    "cancel-acp": lambda ctx: case_cancel.run_subject(
         ctx, "acp", case_cancel.acp_provider(case_cancel.COOPERATIVE)
     ),
-    "cancel-sdk": lambda ctx: case_cancel._run_subject(
+    "cancel-sdk": lambda ctx: case_cancel.run_subject(
         ctx, "sdk", case_cancel.sdk_provider(case_cancel.COOPERATIVE)
     ),
     "cancel-process": lambda ctx: case_cancel.process_subject(ctx, case_cancel.COOPERATIVE),
@@ -72,7 +72,7 @@ SCENARIOS: dict[str, Callable[[Context], Subject]] = {
 
 
 async def _delegation(ctx: Context, runs: int, profiler: cProfile.Profile) -> None:
-    rules = case_delegation._rules(runs + 1, 100)
+    rules = case_delegation.delegation_rules(runs + 1, 100)
     async with case_model.scripted_server(ctx, "delegation", rules) as url:
         endpoint = ModelEndpoint(base_url=url, api_key="unused", model=case_model.MODEL)
         subject = case_delegation.parents(ctx, endpoint, [])

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 WRITE_TOOLS = ("Write", "write_file", "write", "apply_patch", "create_file")
 """File-write tool names, most specific first (claude, gemini/qwen, opencode, codex)."""
@@ -41,16 +41,24 @@ def _scenario() -> dict[str, Any]:
         return dict(_state["scenario"])
 
 
+def _object(value: object) -> dict[str, Any]:
+    """`value` when the request has a JSON object there, else an empty one."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+def _objects(value: object) -> list[dict[str, Any]]:
+    """The JSON objects of `value` when the request has a list there (others are skipped)."""
+    items = cast("list[object]", value) if isinstance(value, list) else []
+    return [cast("dict[str, Any]", item) for item in items if isinstance(item, dict)]
+
+
 def _tool_names(wire: str, body: dict[str, Any]) -> list[str]:
-    tools = body.get("tools") or []
     names: list[str] = []
-    for tool in tools:
-        if not isinstance(tool, dict):
-            continue
+    for tool in _objects(body.get("tools")):
         if wire == "gemini":
-            names += [d.get("name", "") for d in tool.get("functionDeclarations") or []]
+            names += [d.get("name", "") for d in _objects(tool.get("functionDeclarations"))]
         elif wire == "chat":
-            names.append((tool.get("function") or {}).get("name", ""))
+            names.append(_object(tool.get("function")).get("name", ""))
         else:
             names.append(tool.get("name", ""))
     return names
@@ -59,9 +67,7 @@ def _tool_names(wire: str, body: dict[str, Any]) -> list[str]:
 def _tool_kinds(body: dict[str, Any]) -> dict[str, str]:
     """Responses API: tool name → `function` or `custom` (apply_patch may be either)."""
     return {
-        tool.get("name", ""): tool.get("type", "function")
-        for tool in body.get("tools") or []
-        if isinstance(tool, dict)
+        tool.get("name", ""): tool.get("type", "function") for tool in _objects(body.get("tools"))
     }
 
 
@@ -80,10 +86,10 @@ def _tool_properties(wire: str, body: dict[str, Any], name: str) -> set[str]:
     """Chat completions: the parameter names the tool `name` declares (else none)."""
     if wire != "chat":
         return set()
-    for tool in body.get("tools") or []:
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if isinstance(function, dict) and function.get("name") == name:
-            return set((function.get("parameters") or {}).get("properties") or {})
+    for tool in _objects(body.get("tools")):
+        function = _object(tool.get("function"))
+        if function.get("name") == name:
+            return set(_object(_object(function.get("parameters")).get("properties")))
     return set()
 
 
@@ -129,6 +135,7 @@ class Handler(BaseHTTPRequestHandler):
         """Routes by path to the wire format."""
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        body: dict[str, Any]  # the agent's request: JSON, an object on every wire
         try:
             body = json.loads(raw or b"{}")
         except ValueError:

@@ -23,6 +23,7 @@ from subagent_core import (
     SubagentStartError,
     ThoughtChunk,
     ToolCallEvent,
+    ToolCallStatus,
     Usage,
     UsageEvent,
 )
@@ -158,6 +159,47 @@ async def test_granted_permissions_are_events_too(make_config) -> None:
     assert events == [
         PermissionEvent(tool_kind="edit", policy="allow", decision="allow_once"),
         MessageChunk(text="[permission selected allow]"),
+    ]
+
+
+def tool_status(session_update: str, call_id: str, status: object) -> dict[str, object]:
+    update: dict[str, object] = {"sessionUpdate": session_update, "toolCallId": call_id}
+    if session_update == "tool_call":
+        update["title"] = "t"
+    if status is not ...:
+        update["status"] = status
+    return update
+
+
+async def test_a_tool_call_status_outside_the_acp_set_is_unknown(make_config) -> None:
+    """The schema reads an out-of-set status as none; the event says `unknown` instead.
+
+    Only a status the child did not state (absent or `null`) stays `None`.
+    """
+    statuses: list[tuple[str, object]] = [
+        ("named-unknown", "teleporting"),
+        ("named-non-string", 7),
+        ("named-null", None),
+        ("absent", ...),
+        ("known", "failed"),
+    ]
+    updates = [
+        tool_status(session_update, call_id, status)
+        for session_update in ("tool_call", "tool_call_update")
+        for call_id, status in statuses
+    ]
+    _, events = await run_collecting(make_config({"updates": updates}), consume=True)
+    expected: list[tuple[str, ToolCallStatus | None]] = [
+        ("named-unknown", "unknown"),
+        ("named-non-string", "unknown"),
+        ("named-null", None),
+        ("absent", None),
+        ("known", "failed"),
+    ]
+    assert [event for event in events if isinstance(event, ToolCallEvent)] == [
+        ToolCallEvent(call_id=call_id, status=status, title=title)
+        for title in ("t", None)
+        for call_id, status in expected
     ]
 
 

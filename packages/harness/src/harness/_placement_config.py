@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
 
 from subagent_core import Placement, SSHRemote
 
@@ -36,7 +35,6 @@ PLACEMENT_KEYS = {"placement", "remote", "ray"}
 RAY_INSTALL = "pip install 'subagent-harness[ray]'"
 _REMOTE_KEYS = {"destination", "port", "identity_file", "options", "python"}
 _RAY_KEYS = {"address", "resources", "node_id", "namespace", "start_timeout_seconds"}
-PlacementKind = Literal["local", "ssh", "ray"]
 
 
 def _no_resources() -> Mapping[str, float]:

@@ -11,7 +11,8 @@ Rather than patch its internals, every frame passes through this transport first
   `session/prompt` are dropped; other notifications are dropped (the client takes none);
 - a tool kind outside the ACP set, in an update or a permission request, is rewritten to
   `other` before the schema sees it (the schema would drop it to "no kind"), so a kind the child
-  named is never confused with none;
+  named is never confused with none; a tool call status outside the ACP set has no ACP value to
+  become, so its update is handed on as `StatusOutsideSet` (the schema reads "no status");
 - every line read touches the run's idle deadline (`idle`), the one place that sees them all;
 - child requests: at most `MAX_INBOUND_REQUESTS` reach the SDK at a time; one beyond that is
   answered here with a fixed JSON-RPC error, allocating nothing per request;
@@ -28,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, Literal, cast
+from typing import Any, Final, Literal, cast
 
 import anyio
 import anyio.abc
@@ -83,6 +84,28 @@ SessionUpdate = (
     | UsageUpdate
 )
 """One validated `SessionNotification.update` (the schema's discriminated union)."""
+
+_TOOL_CALL_UPDATES: Final = frozenset({"tool_call", "tool_call_update"})
+_ACP_TOOL_CALL_STATUSES: Final = frozenset({"pending", "in_progress", "completed", "failed"})
+
+
+class StatusOutsideSet:
+    """Marks a tool call update whose child named a status outside the ACP set.
+
+    The schema reads such a status as `None`, the same value as "no status stated"; this
+    marker keeps the two apart, so the event can say `unknown` (a JSON `null` or a missing
+    status is not marked).
+    """
+
+    __slots__ = ()
+
+
+class ToolCallStartOutsideSet(StatusOutsideSet, ToolCallStart):
+    """A `tool_call` whose status the child named outside the ACP set."""
+
+
+class ToolCallProgressOutsideSet(StatusOutsideSet, ToolCallProgress):
+    """A `tool_call_update` whose status the child named outside the ACP set."""
 
 
 class ChildTransport:
@@ -205,12 +228,16 @@ class ChildTransport:
 
     def _deliver_update(self, params: object, size: int) -> None:
         _close_tool_kind(params, "update")
+        outside = _status_outside_set(params)
         try:
             notification = SessionNotification.model_validate(params)
         except ValueError:  # the schema's validation error
             _log.debug("dropped a schema-invalid session/update (%d bytes)", size)
             return
-        self.on_update(notification.update)
+        update = notification.update
+        if outside:
+            update = _mark_status_outside_set(update)
+        self.on_update(update)
 
     async def _refuse(self, request_id: object) -> None:
         error = {"code": REFUSAL_CODE, "message": REFUSAL_MESSAGE}
@@ -259,6 +286,34 @@ def _close_tool_kind(params: object, key: str) -> None:
         kind = fields.get("kind")
         if kind is not None and (not isinstance(kind, str) or kind not in ACP_TOOL_KINDS):
             fields["kind"] = "other"
+
+
+def _status_outside_set(params: object) -> bool:
+    """True when `params.update` is a tool call update naming a status outside the ACP set.
+
+    Any string outside the set, or a non-string; a JSON `null` or a missing status is not.
+    """
+    if not isinstance(params, dict):
+        return False
+    update = cast("dict[str, object]", params).get("update")
+    if not isinstance(update, dict):
+        return False
+    fields = cast("dict[str, object]", update)
+    if fields.get("sessionUpdate") not in _TOOL_CALL_UPDATES:
+        return False
+    status = fields.get("status")
+    return status is not None and (
+        not isinstance(status, str) or status not in _ACP_TOOL_CALL_STATUSES
+    )
+
+
+def _mark_status_outside_set(update: SessionUpdate) -> SessionUpdate:
+    """The same update, as the `StatusOutsideSet` class of its kind (fields as validated)."""
+    if isinstance(update, ToolCallStart):
+        return ToolCallStartOutsideSet.model_construct(update.model_fields_set, **dict(update))
+    if isinstance(update, ToolCallProgress):
+        return ToolCallProgressOutsideSet.model_construct(update.model_fields_set, **dict(update))
+    return update
 
 
 def _encode(message: dict[str, Any]) -> bytes:

@@ -1,8 +1,10 @@
 """`session/update` → `subagent_core` run events, and the run's usage tally.
 
-Closed fields (tool kind, status, plan priority and status) are normalised by the event types;
-text, titles, call ids and plan content stay child-controlled and go only to the run's event
-buffer, never to the result's diagnostic.
+Closed fields (tool kind, status, plan priority and status) are normalised by the event types.
+A tool call status the child named outside the ACP set, which the schema reads as "no status",
+arrives marked by the transport (`StatusOutsideSet`) and is `unknown`. Text, titles, call ids
+and plan content stay child-controlled and go only to the run's event buffer, never to the
+result's diagnostic.
 
 Usage comes from two places: the `session/prompt` answer's `usage` (token totals for the session,
 which is the run's only session) and `usage_update` notifications (their `cost`: the cumulative
@@ -36,12 +38,13 @@ from subagent_core import (
     SubagentEvent,
     ThoughtChunk,
     ToolCallEvent,
+    ToolCallStatus,
     Usage,
     UsageEvent,
 )
 from subagent_core.kit import safe_cost
 
-from ._transport import SessionUpdate
+from ._transport import SessionUpdate, StatusOutsideSet
 
 
 def event_for(update: SessionUpdate) -> SubagentEvent | None:
@@ -57,13 +60,12 @@ def event_for(update: SessionUpdate) -> SubagentEvent | None:
     if isinstance(update, AgentThoughtChunk):
         content = update.content
         return ThoughtChunk(text=content.text) if isinstance(content, TextContentBlock) else None
-    if isinstance(update, ToolCallStart):
+    if isinstance(update, ToolCallStart | ToolCallProgress):
         return ToolCallEvent(
-            call_id=update.tool_call_id, kind=update.kind, status=update.status, title=update.title
-        )
-    if isinstance(update, ToolCallProgress):
-        return ToolCallEvent(
-            call_id=update.tool_call_id, kind=update.kind, status=update.status, title=update.title
+            call_id=update.tool_call_id,
+            kind=update.kind,
+            status=_status(update),
+            title=update.title,
         )
     if isinstance(update, AgentPlanUpdate):
         return _plan(update.entries)
@@ -118,6 +120,11 @@ class UsageTally:
             cached_input_tokens=event.cached_input_tokens,
             cost=event.cost,
         )
+
+
+def _status(update: ToolCallStart | ToolCallProgress) -> ToolCallStatus | None:
+    """The update's status; `unknown` for one the child named outside the ACP set."""
+    return "unknown" if isinstance(update, StatusOutsideSet) else update.status
 
 
 def _plan(entries: Iterable[ACPPlanEntry]) -> PlanEvent:

@@ -19,7 +19,6 @@ from typing import Any
 
 from ._config import ClaudeConfig
 
-BUNDLED_PACKAGE = "claude-agent-sdk"
 _BUNDLED_MODULE = "claude_agent_sdk"
 
 

@@ -122,14 +122,17 @@ class ChildSession:
     ) -> Turn:
         """Queues a turn; the owner runs it as soon as the child is ready.
 
+        A turn may begin once the previous one has settled: the owner finishes the previous
+        one first (an interrupt still owed to the child, say), then runs this one.
+
         Raises:
-            SubagentError: a turn is still running (`TURN_IN_PROGRESS`), or the child has
+            SubagentError: a turn has not settled yet (`TURN_IN_PROGRESS`), or the child has
                 ended (`SESSION_CLOSED`).
         """
         if self._closed or self._stop.is_set() or self._start_error is not None:
             raise SubagentError("SESSION_CLOSED", "the session's child has ended")
         current = self.current_turn
-        if self._queued is not None or (current is not None and not current.done):
+        if self._queued is not None or (current is not None and not current.settled):
             raise SubagentError("TURN_IN_PROGRESS", "a turn of this session is still running")
         turn = Turn(
             provider=self.provider,

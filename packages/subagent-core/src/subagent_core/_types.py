@@ -14,8 +14,6 @@ from ._mcp_servers import MCPServerSpec, check_mcp_servers
 StopReason = Literal["completed", "max-tokens", "refusal", "aborted", "error"]
 """Why a child stopped. Consumers treat any value they do not know as a failure."""
 
-STOP_REASONS: tuple[StopReason, ...] = ("completed", "max-tokens", "refusal", "aborted", "error")
-
 
 _CURRENCY = re.compile(r"[A-Z]{3}")
 

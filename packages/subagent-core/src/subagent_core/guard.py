@@ -47,6 +47,9 @@ import time
 from collections.abc import Iterator
 from typing import cast
 
+__all__ = ["proc_stat_fields", "task_children"]
+"""What the in-process tree code imports; the rest is the guard's own (run as a script)."""
+
 _PR_SET_CHILD_SUBREAPER = 36
 _MAX_FDS = 8
 _MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 16

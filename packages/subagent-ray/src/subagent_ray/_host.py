@@ -50,8 +50,8 @@ the reply: a larger answer goes through the node's object store, which here halv
 relay's rate."""
 READ_AHEAD_CHUNKS = 8
 """Chunks a stream reads ahead of the driver's pulls."""
-KILL_GRACE_SECONDS = 3.0
-"""Bounds the wait for the kernel to reap a SIGKILLed tree (the local default)."""
+_WARM_REAP_SECONDS = 3.0
+"""Bounds the wait for the warm-up child's tree to go (the local kill grace default)."""
 _EOF = b""
 
 
@@ -187,7 +187,7 @@ class NodeHost:
             async with open_managed_process(
                 [true], cwd="/", env={}, stdin="devnull", stdout="devnull", stderr="devnull"
             ) as managed:
-                with anyio.move_on_after(KILL_GRACE_SECONDS):
+                with anyio.move_on_after(_WARM_REAP_SECONDS):
                     await managed.wait_tree_gone()
 
     def renew(self) -> None:
@@ -227,14 +227,18 @@ class NodeHost:
         stderr: str,
         eof_grace: float,
         term_grace: float,
+        kill_grace: float,
     ) -> int | str:
         """Starts one child under the driver's `child_id`; its leader's pid, or a closed
-        refusal reason (`SpawnError`'s)."""
+        refusal reason (`SpawnError`'s).
+
+        The node's ladder waits `eof_grace` and `term_grace` (the placement's node graces),
+        then up to `kill_grace` (the caller's, as for a local child) for the SIGKILLed tree.
+        """
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[int | str] = loop.create_future()
-        self._keep(
-            self._own(child_id, argv, env, cwd, stderr == "pipe", (eof_grace, term_grace), answer)
-        )
+        graces = (eof_grace, term_grace, kill_grace)
+        self._keep(self._own(child_id, argv, env, cwd, stderr == "pipe", graces, answer))
         # Shielded: a cancelled call leaves the child to its owner task (and the driver's
         # release), never half-started.
         return await asyncio.shield(answer)
@@ -251,11 +255,11 @@ class NodeHost:
         env: dict[str, str],
         cwd: str,
         relay_stderr: bool,
-        graces: tuple[float, float],
+        graces: tuple[float, float, float],
         answer: asyncio.Future[int | str],
     ) -> None:
         """Owns one child from its start until the driver let it go and its ladder is done."""
-        eof_grace, term_grace = graces
+        eof_grace, term_grace, kill_grace = graces
         try:
             async with open_managed_process(
                 argv,
@@ -266,7 +270,7 @@ class NodeHost:
                 stderr="pipe" if relay_stderr else "devnull",
                 eof_grace_seconds=eof_grace,
                 term_grace_seconds=term_grace,
-                kill_grace_seconds=KILL_GRACE_SECONDS,
+                kill_grace_seconds=kill_grace,
             ) as managed:
                 if child_id in self._abandoned:
                     self._abandoned.discard(child_id)
@@ -281,7 +285,7 @@ class NodeHost:
                 watch = asyncio.get_running_loop().create_task(self._watch_tree(child))
                 try:
                     await child.closing.wait()
-                    await managed.terminate(eof_grace, term_grace, KILL_GRACE_SECONDS)
+                    await managed.terminate(eof_grace, term_grace, kill_grace)
                     await child.released.wait()
                 finally:
                     watch.cancel()

@@ -180,7 +180,7 @@ class RayPlacement:
         if host is None:
             raise SpawnError("unreachable")
         async with host.spawn_slots():
-            answer = await self._spawn(host, child_id, argv, env, cwd, relay_stderr)
+            answer = await self._spawn(host, child_id, argv, env, cwd, relay_stderr, graces[2])
         if not isinstance(answer, int):
             if answer == "unreachable":
                 host.fire("release", child_id)  # too slow: whatever did start is ended
@@ -203,8 +203,12 @@ class RayPlacement:
         env: dict[str, str],
         cwd: str,
         relay_stderr: bool,
+        kill_grace_seconds: float,
     ) -> int | str:
         """The host's answer to one start: the leader's pid, or a closed refusal reason.
+
+        The node's ladder gets this placement's EOF and TERM graces (it must end within
+        `local_eof_grace_seconds`) and the caller's kill grace, as a local child would.
 
         Shielded and bounded: a cancel landing while the host starts the child would leave the
         child with no owner here (the host would end it only with its lease).
@@ -223,6 +227,7 @@ class RayPlacement:
                         "pipe" if relay_stderr else "devnull",
                         self.eof_grace_seconds,
                         self.term_grace_seconds,
+                        kill_grace_seconds,
                     ),
                 )
             except HostLostError:

@@ -1,0 +1,310 @@
+"""The lifecycle kit on a real child over real stdio: one process, several turns, every end.
+
+`LineChild` is the smallest provider there is: a handshake line, then one prompt line per turn
+answered by `chunk` lines and `done`. Every test runs a real process (tests/children/turns.py)
+and the leak guard checks that nothing is left.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from subagent_core import (
+    CancelSignal,
+    MessageChunk,
+    SubagentError,
+    SubagentResult,
+    SubagentStartError,
+    Usage,
+)
+from subagent_core.kit import (
+    ChildCommand,
+    ChildFailure,
+    ChildLink,
+    ChildProtocol,
+    ChildSession,
+    Failure,
+    LineReader,
+    Teardown,
+    Turn,
+    TurnDriver,
+)
+
+CHILD = Path(__file__).parent / "children" / "turns.py"
+PROVIDER = "lines"
+_LOST = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+
+
+def _line(stage: str, category: str, extra: str = "") -> str:
+    return f"Subagent failure (provider: {PROVIDER}; stage: {stage}; category: {category}{extra})"
+
+
+class LineChild(ChildProtocol):
+    kind = "ACP"
+
+    def __init__(self, *args: str, command: str = sys.executable) -> None:
+        self._argv = (command, str(CHILD), *args) if command == sys.executable else (command,)
+        self.reader: LineReader | None = None
+        self.pids: list[int] = []
+        self.interrupts = 0
+        self.owed = 0
+        """Interrupted turns whose `interrupted` line has not been read yet."""
+
+    def command(self) -> ChildCommand:
+        return ChildCommand(command=self._argv[0], args=self._argv[1:])
+
+    async def send(self, link: ChildLink, line: str, stage: str) -> None:
+        assert link.proc.stdin is not None
+        try:
+            await link.proc.stdin.send(line.encode() + b"\n")
+        except _LOST as error:
+            raise ChildFailure(await self.lost(link, stage)) from error
+
+    async def read(self, link: ChildLink, stage: str) -> bytes:
+        assert self.reader is not None
+        try:
+            line = await self.reader.receive_line()
+        except _LOST as error:
+            raise ChildFailure(await self.lost(link, stage)) from error
+        link.touch()
+        return line
+
+    async def lost(self, link: ChildLink, stage: str) -> Failure:
+        if await link.wait_exit():
+            return link.exit_failure(stage)
+        return Failure(stage, "transport")
+
+    async def handshake(self, link: ChildLink) -> None:
+        assert link.proc.stdout is not None
+        self.pids.append(link.proc.pid)
+        self.reader = LineReader(link.proc.stdout)
+        await self.send(link, "hello", "initialize")
+        if await self.read(link, "initialize") != b"ready":
+            raise ChildFailure(Failure("initialize", "protocol"))
+
+    def begin_turn(self, link: ChildLink, turn: Turn) -> TurnDriver:
+        return LineTurn(self, link, turn)
+
+
+class LineTurn(TurnDriver):
+    def __init__(self, child: LineChild, link: ChildLink, turn: Turn) -> None:
+        self._child = child
+        self._link = link
+        self._turn = turn
+        self._chunks: list[str] = []
+        self._tokens: int | None = None
+
+    @property
+    def output(self) -> str:
+        return "".join(self._chunks)
+
+    @property
+    def usage(self) -> Usage | None:
+        return None if self._tokens is None else Usage(input_tokens=self._tokens)
+
+    async def run(self) -> None:
+        child, link = self._child, self._link
+        await child.send(link, f"P {self._turn.prompt}", "process")
+        while True:
+            line = await child.read(link, "process")
+            if line == b"interrupted" and child.owed:
+                child.owed -= 1  # an earlier, interrupted turn's end: never this turn's
+            elif line.startswith(b"chunk "):
+                text = line[6:].decode()
+                self._chunks.append(text)
+                self._turn.publish(MessageChunk(text=text))
+            elif line.startswith(b"tokens "):
+                self._tokens = int(line[7:])
+            elif line == b"done":
+                self.finished = True
+                self._turn.complete()
+                return
+
+    async def interrupt(self) -> None:
+        self._child.interrupts += 1
+        self._child.owed += 1
+        await self._child.send(self._link, "interrupt", "process")
+
+
+def session_of(
+    child: LineChild,
+    *,
+    startup: float | None = 30.0,
+    idle: float | None = 30.0,
+) -> ChildSession:
+    return ChildSession(
+        child,
+        provider=PROVIDER,
+        teardown=Teardown(0.5, 0.5, 1.0),
+        startup_timeout_seconds=startup,
+        idle_timeout_seconds=idle,
+        permission="reject",
+        permission_protocol="ACP",
+    )
+
+
+async def turn_result(session: ChildSession, prompt: str, **kwargs: CancelSignal) -> SubagentResult:
+    turn = session.begin_turn(prompt, **kwargs)
+    return await session.run_of(turn, ends_session=False).result()
+
+
+async def test_three_turns_run_on_one_process_each_settled_exactly() -> None:
+    child = LineChild()
+    session = session_of(child)
+    with anyio.fail_after(30):
+        await session.open()
+        first = await turn_result(session, "a")
+        second = await turn_result(session, "usage")
+        third = await turn_result(session, "c")
+        assert await session.aclose() is None
+    assert first == SubagentResult(stop_reason="completed", output="a")
+    assert second == SubagentResult(
+        stop_reason="completed", output="usage", usage=Usage(input_tokens=5)
+    )
+    assert third == SubagentResult(stop_reason="completed", output="c")
+    assert len(child.pids) == 1
+    assert session.turns == 3
+
+
+async def test_each_turn_has_its_own_events() -> None:
+    session = session_of(LineChild())
+    with anyio.fail_after(30):
+        await session.open()
+        seen: list[list[str]] = []
+        for prompt in ("x", "y"):
+            run = session.run_of(session.begin_turn(prompt), ends_session=False)
+            seen.append([e.text async for e in run.events() if isinstance(e, MessageChunk)])
+        await session.aclose()
+    assert seen == [["x"], ["y"]]
+
+
+async def test_a_turn_cancelled_mid_stream_leaves_the_child_usable() -> None:
+    child = LineChild()
+    session = session_of(child)
+    with anyio.fail_after(30):
+        await session.open()
+        cancel = CancelSignal()
+        turn = session.begin_turn("hang", cancel=cancel)
+        run = session.run_of(turn, ends_session=False)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(turn.wait_done)
+            await anyio.wait_all_tasks_blocked()
+            cancel.cancel()
+        aborted = await run.result()
+        after = await turn_result(session, "b")
+        await session.aclose()
+    assert aborted == SubagentResult(stop_reason="aborted")
+    assert child.interrupts == 1
+    assert after == SubagentResult(stop_reason="completed", output="b")
+
+
+async def test_disposing_a_running_session_turn_interrupts_it_and_keeps_the_child() -> None:
+    child = LineChild()
+    session = session_of(child)
+    with anyio.fail_after(30):
+        await session.open()
+        run = session.run_of(session.begin_turn("hang"), ends_session=False)
+        await anyio.wait_all_tasks_blocked()  # the turn is with the child
+        assert await run.dispose() is None
+        assert (await run.result()).stop_reason == "aborted"
+        assert session.is_open
+        after = await turn_result(session, "next")
+        await session.aclose()
+    assert child.interrupts == 1
+    assert after.output == "next"
+
+
+async def test_one_turn_at_a_time() -> None:
+    session = session_of(LineChild())
+    with anyio.fail_after(30):
+        await session.open()
+        run = session.run_of(session.begin_turn("hang"), ends_session=False)
+        with pytest.raises(SubagentError) as raised:
+            session.begin_turn("second")
+        assert raised.value.code == "TURN_IN_PROGRESS"
+        await run.dispose()
+        await session.aclose()
+        with pytest.raises(SubagentError) as closed:
+            session.begin_turn("late")
+    assert closed.value.code == "SESSION_CLOSED"
+
+
+async def test_a_child_that_dies_mid_turn_then_every_later_turn_is_classified() -> None:
+    session = session_of(LineChild())
+    with anyio.fail_after(30):
+        await session.open()
+        died = await turn_result(session, "die")
+        later = await turn_result(session, "b")
+        assert await session.aclose() is None
+    exit_line = _line("process", "process-exit", "; exit code: 7")
+    assert died == SubagentResult(stop_reason="error", output="dying", diagnostic=exit_line)
+    assert later == SubagentResult(stop_reason="error", diagnostic=exit_line)
+
+
+async def test_the_idle_deadline_ends_a_silent_turn_and_interrupts_it() -> None:
+    child = LineChild()
+    session = session_of(child, idle=0.5)
+    with anyio.fail_after(30):
+        await session.open()
+        silent = await turn_result(session, "hang")
+        after = await turn_result(session, "b")
+        await session.aclose()
+    assert silent == SubagentResult(stop_reason="error", diagnostic=_line("prompt", "timeout"))
+    assert child.interrupts == 1
+    assert after.output == "b"
+
+
+async def test_a_one_shot_run_ends_the_child_when_disposed() -> None:
+    session = session_of(LineChild())
+    with anyio.fail_after(30):
+        turn = session.begin_turn("once")
+        await session.open()
+        async with session.run_of(turn, ends_session=True) as run:
+            assert (await run.result()).output == "once"
+        assert not session.is_open
+        with pytest.raises(SubagentError):
+            session.begin_turn("again")
+
+
+@pytest.mark.parametrize(
+    ("child", "startup", "diagnostic"),
+    [
+        (
+            LineChild("exit-at-hello", "3"),
+            30.0,
+            _line("initialize", "process-exit", "; exit code: 3"),
+        ),
+        (LineChild("silent"), 0.5, _line("initialize", "timeout")),
+        (LineChild(command="/nonexistent/child"), 30.0, _line("process", "process-start")),
+    ],
+)
+async def test_a_failed_start_is_classified_and_rolled_back(
+    child: LineChild, startup: float, diagnostic: str
+) -> None:
+    session = session_of(child, startup=startup)
+    queued = session.begin_turn("never")
+    with anyio.fail_after(30), pytest.raises(SubagentStartError) as raised:
+        await session.open()
+    assert raised.value.diagnostic == diagnostic
+    assert queued.result is not None
+    assert queued.result.stop_reason == "aborted"
+
+
+async def test_a_start_cancelled_mid_handshake_rolls_back() -> None:
+    cancel = CancelSignal()
+    session = session_of(LineChild("silent"))
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_cancel_when_blocked, cancel)
+            with pytest.raises(SubagentStartError) as raised:
+                await session.open(cancel)
+    assert raised.value.diagnostic is None
+    assert str(raised.value) == "subagent request was aborted before the ACP child started"
+
+
+async def _cancel_when_blocked(cancel: CancelSignal) -> None:
+    await anyio.wait_all_tasks_blocked()
+    cancel.cancel()
