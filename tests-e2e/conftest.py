@@ -11,16 +11,13 @@ import anyio
 import psutil
 import pytest
 from model_agent.testing import ScriptedModelServer, open_scripted_model_server
-from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_plugin import process_test_fixtures
+
+anyio_backend, process_leak_guard = process_test_fixtures()
 
 ModelFactory = Callable[
     [Sequence[dict[str, Any]]], AbstractAsyncContextManager[ScriptedModelServer]
 ]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

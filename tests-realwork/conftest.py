@@ -27,7 +27,7 @@ from typing import Any
 from urllib.request import Request, urlopen
 
 import pytest
-from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_plugin import process_test_fixtures
 
 AGENTS: dict[str, tuple[str, dict[str, str]]] = {
     # preset → (npm package@version, the programs it provides: name on PATH → path in the package)
@@ -63,6 +63,8 @@ SECRET = "sk-realwork-SECRET-4f1c9e"
 """Put in the stub's 401 body: it must appear in no safe field."""
 FAKE_KEY = "sk-realwork-fake-key"
 
+anyio_backend, process_leak_guard = process_test_fixtures()
+
 
 def _load_stub() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
@@ -73,11 +75,6 @@ def _load_stub() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _cache() -> Path:

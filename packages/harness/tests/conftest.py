@@ -5,7 +5,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_plugin import process_test_fixtures
+
+anyio_backend, process_leak_guard = process_test_fixtures()
 
 
 @pytest.fixture(autouse=True)
@@ -16,11 +18,6 @@ def no_user_config(
     home = tmp_path_factory.mktemp("xdg-config")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
     return home
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

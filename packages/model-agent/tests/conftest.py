@@ -10,21 +10,13 @@ from typing import Any, TypeVar
 import anyio
 import psutil
 import pytest
-from hypothesis import settings
 from model_agent import AgentConfig, ModelEndpoint, PhaseTimeouts
 from model_agent import _model_client as model_client_module
-from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_plugin import process_test_fixtures
 
-# A loaded machine runs examples slowly: no per-example deadline (every test has its own bound).
-settings.register_profile("loaded", deadline=None)
-settings.load_profile("loaded")
+anyio_backend, process_leak_guard = process_test_fixtures()
 
 T = TypeVar("T")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 class RecordingSleep:

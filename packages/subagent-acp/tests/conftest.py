@@ -8,29 +8,14 @@ from typing import Any
 
 import anyio
 import pytest
-from hypothesis import settings
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_acp.testing import fake_child_argv
 from subagent_core import SubagentRegistry, SubagentRequest, SubagentResult
-from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_plugin import TEST_GRACES, process_test_fixtures
 
-# A loaded machine runs examples slowly: no per-example deadline (every test has its own bound).
-settings.register_profile("loaded", deadline=None)
-settings.load_profile("loaded")
-
-# Short graces keep teardown tests quick; they never decide an outcome by timing.
-GRACES: dict[str, Any] = {
-    "dispose_eof_grace_seconds": 0.5,
-    "dispose_grace_seconds": 0.5,
-    "dispose_kill_grace_seconds": 1.0,
-}
+anyio_backend, process_leak_guard = process_test_fixtures()
 
 MakeConfig = Callable[..., ACPConfig]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture
@@ -46,7 +31,7 @@ def make_config(tmp_path: Path) -> MakeConfig:
             "args": argv[1:],
             "cwd": tmp_path,
             "env": env,
-            **GRACES,
+            **TEST_GRACES,
         }
         fields.update(overrides)
         return ACPConfig(**fields)

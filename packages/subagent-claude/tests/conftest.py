@@ -8,29 +8,15 @@ from typing import Any
 
 import anyio
 import pytest
-from hypothesis import settings
 from subagent_claude import ClaudeConfig, ClaudeProvider
 from subagent_claude._argv import bundled_cli
 from subagent_claude.testing import MessagesStub, fake_claude_argv, script_env, stub_env
 from subagent_core import SubagentRegistry, SubagentRequest, SubagentResult
-from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_plugin import TEST_GRACES, process_test_fixtures
 
-settings.register_profile("loaded", deadline=None)
-settings.load_profile("loaded")
-
-# Short graces keep teardown tests quick; they never decide an outcome by timing.
-GRACES: dict[str, Any] = {
-    "dispose_eof_grace_seconds": 0.5,
-    "dispose_grace_seconds": 0.5,
-    "dispose_kill_grace_seconds": 1.0,
-}
+anyio_backend, process_leak_guard = process_test_fixtures()
 
 MakeConfig = Callable[..., ClaudeConfig]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture
@@ -46,7 +32,7 @@ def fake_config(tmp_path: Path) -> MakeConfig:
             "args": argv[1:],
             "cwd": tmp_path,
             "env": env,
-            **GRACES,
+            **TEST_GRACES,
         }
         fields.update(overrides)
         return ClaudeConfig(**fields)
@@ -134,7 +120,7 @@ def real_config(real_cli: str, tmp_path: Path) -> Callable[..., ClaudeConfig]:
     ) -> ClaudeConfig:
         env: dict[str, str | None] = {**stub_env(stub, tmp_path / "home", key=key)}
         env.update(overrides.pop("env", {}))
-        fields: dict[str, Any] = {"command": real_cli, "cwd": workspace, "env": env, **GRACES}
+        fields: dict[str, Any] = {"command": real_cli, "cwd": workspace, "env": env, **TEST_GRACES}
         fields.update(overrides)
         return ClaudeConfig(**fields)
 

@@ -10,21 +10,12 @@ from subagent_codex import CodexConfig, CodexProvider
 from subagent_codex._config import bundled_codex
 from subagent_codex.testing import STUB_KEY_ENV, ResponsesStub, stub_provider_overrides
 from subagent_core import SubagentRegistry, SubagentRequest, SubagentResult
-from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_plugin import TEST_GRACES, process_test_fixtures
 
-GRACES: dict[str, Any] = {
-    "dispose_eof_grace_seconds": 0.5,
-    "dispose_grace_seconds": 0.5,
-    "dispose_kill_grace_seconds": 1.0,
-}
+anyio_backend, process_leak_guard = process_test_fixtures()
 
 STUB_SECRET = "sk-stub-SECRET-7f3a9c"
 """The dummy key the real binary sends to the stub; it must never reach a safe field."""
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture
@@ -82,7 +73,7 @@ def stub_config(
             "cwd": workspace,
             "env": env,
             "config_overrides": stub_provider_overrides(stub.base_url, retries=retries),
-            **GRACES,
+            **TEST_GRACES,
         }
         fields.update(overrides)
         return CodexConfig(**fields)
@@ -154,7 +145,7 @@ def fake_config(workspace: Path) -> MakeConfig:
             "args": argv[1:],
             "cwd": workspace,
             "env": env,
-            **GRACES,
+            **TEST_GRACES,
         }
         fields.update(overrides)
         return CodexConfig(**fields)

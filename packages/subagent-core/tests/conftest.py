@@ -5,21 +5,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
-from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_plugin import process_test_fixtures
 
-# A loaded machine runs examples slowly: no per-example deadline (every test has its own bound).
-settings.register_profile("loaded", deadline=None)
-settings.load_profile("loaded")
+anyio_backend, process_leak_guard = process_test_fixtures()
 
 CHILDREN = Path(__file__).parent / "children"
 
 ChildArgv = Callable[..., list[str]]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

@@ -13,21 +13,16 @@ from subagent_acp import ACPConfig, ACPProvider
 from subagent_acp.testing import fake_child_argv, script_env
 from subagent_core import SubagentRegistry
 from subagent_core.kit import ChildCommand, open_managed_process
+from subagent_core.testing.pytest_plugin import TEST_GRACES, asyncio_backend
 from subagent_ray import RayPlacement
 from subagent_ray.testing import MARKER_ENV, local_cluster, marked_processes
 
 NODES = {"node_a": {"node_a": 1.0}, "node_b": {"node_b": 1.0}}
 """The session cluster: a head and two nodes, each named by a custom resource."""
-GRACES: dict[str, Any] = {
-    "dispose_eof_grace_seconds": 0.5,
-    "dispose_grace_seconds": 0.5,
-    "dispose_kill_grace_seconds": 1.0,
-}
 
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+# The cluster's daemons are this process's children for the whole session: no leak guard here;
+# `marker` finds what a test leaves behind instead.
+anyio_backend = asyncio_backend()
 
 
 @pytest.fixture(scope="session")
@@ -87,13 +82,14 @@ def make_config(
     ) -> ACPConfig:
         argv = fake_child_argv()
         env = {**script_env(dict(script or {})), MARKER_ENV: marker}
+        fields: dict[str, Any] = {**TEST_GRACES, **overrides}
         return ACPConfig(
             command=argv[0],
             args=argv[1:],
             cwd=tmp_path,
             env=env,
             remote=remote if remote is not None else placement_on(node),
-            **{**GRACES, **overrides},
+            **fields,
         )
 
     return build

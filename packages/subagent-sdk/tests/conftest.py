@@ -9,29 +9,16 @@ from pathlib import Path
 import anyio
 import psutil
 import pytest
-from hypothesis import settings
-from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
+from subagent_core.testing.pytest_plugin import TEST_GRACES, process_test_fixtures
 from subagent_sdk import SDKClient, SDKConfig, SDKProvider
 from subagent_sdk.testing import FakeScript, fake_runtime_argv
 
-# A loaded machine runs examples slowly: no per-example deadline (every test has its own bound).
-settings.register_profile("loaded", deadline=None)
-settings.load_profile("loaded")
+anyio_backend, process_leak_guard = process_test_fixtures()
 
 CHILDREN = Path(__file__).parent / "children"
 
 # Short graces keep teardown tests quick; they are configuration, not synchronisation.
 GRACES = {"eof_grace_seconds": 0.5, "term_grace_seconds": 0.5, "kill_grace_seconds": 1.0}
-DISPOSE_GRACES = {
-    "dispose_eof_grace_seconds": 0.5,
-    "dispose_grace_seconds": 0.5,
-    "dispose_kill_grace_seconds": 1.0,
-}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture
@@ -70,7 +57,7 @@ def provider(tmp_path: Path) -> Callable[..., SDKProvider]:
             "command": argv[0],
             "args": argv[1:],
             "cwd": tmp_path,
-            **DISPOSE_GRACES,
+            **TEST_GRACES,
             **config,
         }
         return SDKProvider(SDKConfig(**settings))  # type: ignore[arg-type]
@@ -133,7 +120,7 @@ def hostile(tmp_path: Path) -> Callable[..., SDKProvider]:
             "command": sys.executable,
             "args": [str(CHILDREN / "hostile_runtime.py"), mode, arg],
             "cwd": tmp_path,
-            **DISPOSE_GRACES,
+            **TEST_GRACES,
             **config,
         }
         return SDKProvider(SDKConfig(**settings))  # type: ignore[arg-type]

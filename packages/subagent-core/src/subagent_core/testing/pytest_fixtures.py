@@ -1,31 +1,16 @@
-"""pytest fixtures for process tests; a conftest imports the ones it wants.
+"""Compatibility: the leak guard as an autouse fixture a conftest imports by name.
 
     from subagent_core.testing.pytest_fixtures import process_leak_guard as process_leak_guard
 
-Only this module imports pytest, so the package runs without it.
+This was the way before `pytest_plugin`: it guards that conftest's tree and loads no hypothesis
+profile. A new conftest calls `pytest_plugin.process_test_fixtures()` instead, which also binds
+`anyio_backend` and loads the profile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from .pytest_plugin import leak_guard
 
-import pytest
+__all__ = ["process_leak_guard"]
 
-from . import become_subreaper, kill_leaks, leaked_processes, track_spawns
-
-_subreaper_ready = False
-
-
-@pytest.fixture(autouse=True)
-def process_leak_guard() -> Iterator[list[int]]:
-    """Fails a test that leaves any spawned group member or descendant alive (zombies are gone)."""
-    global _subreaper_ready
-    if not _subreaper_ready:
-        become_subreaper()
-        _subreaper_ready = True
-    with track_spawns() as groups:
-        yield groups
-    leaks = leaked_processes(groups)
-    if leaks:
-        kill_leaks(groups)
-        pytest.fail("processes left behind: " + "; ".join(leaks), pytrace=False)
+process_leak_guard = leak_guard()
