@@ -9,6 +9,7 @@ diagnostic text, so it is restricted to a safe token.
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ from subagent_core.kit import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_STARTUP_TIMEOUT_SECONDS,
     ChildCommand,
+    ChildStderr,
     Teardown,
     check_permission,
     check_timeout,
@@ -118,6 +120,11 @@ class CodexConfig:
     """Where each child runs (`None`: this host): a `Placement` such as `SSHRemote` or
     `subagent_ray.RayPlacement`, under its containment guard; `command`, `env` and the workspace
     path then apply there."""
+    child_stderr: ChildStderr = field(default_factory=ChildStderr)
+    """What becomes of each child's stderr (`subagent_core.kit.ChildStderr`): always drained,
+    into a bounded log file per child under `log_dir`, or dropped (the default); `live=True`
+    also copies it to this process's stderr, for a person at a terminal. Never inherited: it
+    is the child's text (its logs, session ids, whatever it printed)."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -167,6 +174,8 @@ class CodexConfig:
             set_(self, key, check_timeout(getattr(self, key), owner="CodexConfig", name=key))
         set_(self, "max_frame_bytes", _positive_int("max_frame_bytes", self.max_frame_bytes))
         set_(self, "max_output_bytes", _positive_int("max_output_bytes", self.max_output_bytes))
+        if not isinstance(cast(object, self.child_stderr), ChildStderr):
+            raise _fail("child_stderr", "must be a subagent_core.kit.ChildStderr")
 
     @property
     def argv(self) -> list[str]:
@@ -185,13 +194,22 @@ class CodexConfig:
             self.dispose_kill_grace_seconds,
         )
 
-    def child_command(self, cwd: Path) -> ChildCommand:
+    def child_command(self, cwd: Path, home: Path | None = None) -> ChildCommand:
         """The child's command for `cwd` (already checked); with `remote`, the managed process
-        spawns the local client that runs it there."""
+        spawns the local client that runs it there. `home` replaces `CODEX_HOME` (a
+        resumable session's own, so its rollout is found again)."""
         argv = self.argv
+        env = self.env if home is None else {**self.env, "CODEX_HOME": str(home)}
         return ChildCommand(
-            command=argv[0], args=tuple(argv[1:]), env=self.env, cwd=cwd, remote=self.remote
+            command=argv[0], args=tuple(argv[1:]), env=env, cwd=cwd, remote=self.remote
         )
+
+    def base_home(self) -> Path:
+        """The `CODEX_HOME` a child would use: the configured one, the parent's, `~/.codex`."""
+        configured = (
+            self.env.get("CODEX_HOME") if "CODEX_HOME" in self.env else os.environ.get("CODEX_HOME")
+        )
+        return Path(configured) if configured else Path.home() / ".codex"
 
 
 def _check_provider_name(name: object) -> str:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
-from subagent_core import Capabilities, SubagentRequest, SubagentRun
+from subagent_core import Capabilities, SessionRequest, SubagentRequest, SubagentRun
 from subagent_core.kit import (
     AsyncClosing,
     ChildSession,
+    ChildTurns,
+    SessionSlot,
     configuration_start_error,
+    session_workspace,
     start_preamble,
 )
 
@@ -17,9 +21,14 @@ from ._run import CodexChild
 
 _log = logging.getLogger("subagent_codex")
 
-CAPABILITIES = Capabilities(output_schema=True)
-"""Codex enforces an output schema itself (`turn/start.outputSchema`); depth, tool filter and
-persona cannot be enforced from outside."""
+CAPABILITIES = Capabilities(output_schema=True, sessions=True, resume=True)
+"""Codex enforces an output schema itself (`turn/start.outputSchema`) and keeps a thread for
+several turns, resumable from its rollout; depth, tool filter and persona cannot be enforced
+from outside."""
+
+_SHARED_HOME_FILES = ("config.toml", "auth.json")
+"""What a session's own `CODEX_HOME` takes from the user's: settings and login (linked, never
+copied), so only the session's rollouts live apart."""
 
 
 class CodexProvider(AsyncClosing):
@@ -42,6 +51,9 @@ class CodexProvider(AsyncClosing):
 
     @property
     def capabilities(self) -> Capabilities:
+        if self._config.remote is not None:
+            # A session's own CODEX_HOME lives on this host, not where a placement runs codex.
+            return Capabilities(output_schema=True, sessions=True)
         return CAPABILITIES
 
     @property
@@ -64,10 +76,54 @@ class CodexProvider(AsyncClosing):
             raise configuration_start_error("Codex", config.provider_name)
         session = self.new_session(CodexChild(config, cwd))
         turn = session.begin_turn(
-            request.prompt, cancel=request.cancel, output_schema=request.output_schema
+            request.prompt,
+            cancel=request.cancel,
+            output_schema=request.output_schema,
+            budget=request.budget,
         )
         await session.open(request.cancel)
         return session.run_of(turn, ends_session=True)
+
+    async def open_session(self, request: SessionRequest, slot: SessionSlot) -> ChildTurns:
+        """A child whose thread takes several turns; with a state dir, a resumable one.
+
+        Raises:
+            SubagentStartError: as `start`.
+        """
+        return await self._open(request, slot, resume=False)
+
+    async def resume_session(self, request: SessionRequest, slot: SessionSlot) -> ChildTurns:
+        """A fresh child that continues the recorded thread (`thread/resume` in the session's
+        own `CODEX_HOME`).
+
+        Raises:
+            SubagentStartError: `resume-miss` when codex no longer holds the thread,
+                `configuration` for another workspace, else as `start`.
+        """
+        return await self._open(request, slot, resume=True)
+
+    async def _open(
+        self, request: SessionRequest, slot: SessionSlot, *, resume: bool
+    ) -> ChildTurns:
+        config = self._config
+        cwd = session_workspace(
+            "Codex", config.provider_name, request, config.cwd, slot, resume=resume
+        )
+        if request.mcp_servers:
+            raise configuration_start_error("Codex", config.provider_name)
+        home = slot.child_state if config.remote is None else None
+        if home is not None:
+            _share_home(config.base_home(), home)
+        child = CodexChild(
+            config,
+            cwd,
+            home=home,
+            resume_thread=slot.record.child_session if resume else None,
+            on_thread=lambda thread: slot.update(child_session=thread),
+        )
+        session = self.new_session(child)
+        await session.open(request.cancel)
+        return ChildTurns(session, slot, request)
 
     def new_session(self, child: CodexChild) -> ChildSession:
         """The lifecycle that owns `child`, with this provider's deadlines and graces."""
@@ -86,3 +142,14 @@ class CodexProvider(AsyncClosing):
 
     async def aclose(self) -> None:
         """Nothing to release: every child belongs to its run."""
+
+
+def _share_home(base: Path, home: Path) -> None:
+    """Links the user's codex settings and login into a session's own home (once)."""
+    for name in _SHARED_HOME_FILES:
+        source, target = base / name, home / name
+        if source.is_file() and not target.exists() and not target.is_symlink():
+            try:
+                target.symlink_to(source)
+            except OSError:
+                _log.info("Codex session: could not link the user's %s", name)

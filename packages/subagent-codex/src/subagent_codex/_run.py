@@ -14,14 +14,14 @@ its late `turn/completed` never settles the next turn.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Final, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
-from subagent_core import Usage
+from subagent_core import SubagentEvent, Usage, UsageEvent
 from subagent_core.kit import (
     ChildCommand,
     ChildFailure,
@@ -62,9 +62,24 @@ class CodexChild(ChildProtocol):
 
     kind = "Codex"
 
-    def __init__(self, config: CodexConfig, cwd: Path) -> None:
+    def __init__(
+        self,
+        config: CodexConfig,
+        cwd: Path,
+        *,
+        home: Path | None = None,
+        resume_thread: str | None = None,
+        on_thread: Callable[[str], None] | None = None,
+    ) -> None:
         self._config = config
         self._cwd = cwd
+        self._home = home
+        """A resumable session's own `CODEX_HOME` (its thread is then not ephemeral)."""
+        self._resume_thread = resume_thread
+        self._on_thread = on_thread
+        self.totals: Usage | None = None
+        """The thread's running token totals as last reported (each turn counts its part)."""
+        self.stderr = config.child_stderr
         self._conn: Connection | None = None
         self._link: ChildLink | None = None
         self._thread_id: str | None = None
@@ -74,7 +89,7 @@ class CodexChild(ChildProtocol):
         """Ids of turns we interrupted: their late `turn/completed` settles nothing."""
 
     def command(self) -> ChildCommand:
-        return self._config.child_command(self._cwd)
+        return self._config.child_command(self._cwd, self._home)
 
     def reading(self) -> bool:
         return self._reading
@@ -131,9 +146,30 @@ class CodexChild(ChildProtocol):
         if _needs_login(account):
             _log.info("Codex child: the model provider needs a login it lacks")
             raise ChildFailure(Failure("initialize", "authentication"))
-        self._thread_id = _thread_id(await self.call(link, "thread/start", self._thread_params()))
+        if self._resume_thread is None:
+            answer = await self.call(link, "thread/start", self._thread_params())
+        else:
+            answer = await self._resume(link, self._resume_thread)
+        self._thread_id = _thread_id(answer)
         if self._thread_id is None:
             raise ChildFailure(Failure("initialize", "protocol"))
+        if self._on_thread is not None:
+            self._on_thread(self._thread_id)
+
+    async def _resume(self, link: ChildLink, thread: str) -> object:
+        """`thread/resume`: a thread the child's home no longer holds is a `resume-miss`."""
+        params = self._thread_params()
+        del params["ephemeral"]
+        params["threadId"] = thread
+        params["excludeTurns"] = True
+        try:
+            return await self.connection.request("thread/resume", params)
+        except RPCError as error:
+            # Codex answers -32600 ("no rollout found") for a thread it does not hold.
+            _log.info("Codex child: thread/resume was refused")
+            raise ChildFailure(Failure("initialize", "resume-miss")) from error
+        except ConnectionLostError as error:
+            raise ChildFailure(await self.failure(link, "initialize", error)) from error
 
     def _thread_params(self) -> dict[str, object]:
         config = self._config
@@ -143,7 +179,7 @@ class CodexChild(ChildProtocol):
             "cwd": str(self._cwd),
             "approvalPolicy": policy,
             "sandbox": config.sandbox,
-            "ephemeral": True,
+            "ephemeral": self._home is None,
         }
         if config.model is not None:
             params["model"] = config.model
@@ -220,7 +256,9 @@ class CodexTurn(TurnDriver):
         self._child = child
         self._link = link
         self._turn = turn
-        self._transcript = Transcript(child.max_output_bytes, turn.publish)
+        self._transcript = Transcript(child.max_output_bytes, self._publish)
+        self._baseline = child.totals
+        """The thread's totals when this turn began: the turn's usage is what it added."""
         self._turn_id: str | None = None
         self._last_error_info: object = None
         self._wake = anyio.Event()
@@ -231,7 +269,20 @@ class CodexTurn(TurnDriver):
 
     @property
     def usage(self) -> Usage | None:
-        return self._transcript.usage
+        return _since(self._transcript.usage, self._baseline)
+
+    def _publish(self, event: SubagentEvent) -> None:
+        """The transcript's events; a usage report counts this turn's part of the totals."""
+        if isinstance(event, UsageEvent):
+            self._child.totals = self._transcript.usage
+            usage = self.usage
+            if usage is not None:
+                event = UsageEvent(
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    cached_input_tokens=usage.cached_input_tokens,
+                )
+        self._turn.publish(event)
 
     def wake(self) -> None:
         """Wakes `run()` to look again (the turn settled, or the wire ended)."""
@@ -363,3 +414,18 @@ def _turn_id(value: object) -> str | None:
             if isinstance(ident, str) and ident:
                 return ident
     return None
+
+
+def _since(total: Usage | None, baseline: Usage | None) -> Usage | None:
+    """What a thread's running totals added since `baseline` (each count on its own)."""
+    if total is None or baseline is None:
+        return total
+
+    def minus(now: int | None, before: int | None) -> int | None:
+        return now if now is None or before is None else max(now - before, 0)
+
+    return Usage(
+        input_tokens=minus(total.input_tokens, baseline.input_tokens),
+        output_tokens=minus(total.output_tokens, baseline.output_tokens),
+        cached_input_tokens=minus(total.cached_input_tokens, baseline.cached_input_tokens),
+    )

@@ -50,10 +50,15 @@ from ._registry import SubagentRegistry as SubagentRegistry
 from ._remote import SSHRemote as SSHRemote
 from ._run import SubagentProvider as SubagentProvider
 from ._run import SubagentRun as SubagentRun
+from ._session import SubagentSession as SubagentSession
+from ._session_store import SessionRecord as SessionRecord
+from ._session_store import list_records as list_records
 from ._types import NO_CAPABILITIES as NO_CAPABILITIES
+from ._types import Budget as Budget
 from ._types import Capabilities as Capabilities
 from ._types import Cost as Cost
 from ._types import RunInfo as RunInfo
+from ._types import SessionRequest as SessionRequest
 from ._types import StopReason as StopReason
 from ._types import SubagentRequest as SubagentRequest
 from ._types import SubagentResult as SubagentResult
@@ -63,6 +68,7 @@ __all__ = [
     "DIAGNOSTIC_MAX_BYTES",
     "NO_CAPABILITIES",
     "READS_POLICY",
+    "Budget",
     "CancelSignal",
     "Capabilities",
     "Cost",
@@ -89,6 +95,8 @@ __all__ = [
     "PlanEvent",
     "RunInfo",
     "SSHRemote",
+    "SessionRecord",
+    "SessionRequest",
     "StopReason",
     "SubagentError",
     "SubagentEvent",
@@ -97,6 +105,7 @@ __all__ = [
     "SubagentRequest",
     "SubagentResult",
     "SubagentRun",
+    "SubagentSession",
     "SubagentStartError",
     "ThoughtChunk",
     "ToolCallEvent",
@@ -108,4 +117,5 @@ __all__ = [
     "child_env",
     "foreground_text",
     "job_outcome",
+    "list_records",
 ]

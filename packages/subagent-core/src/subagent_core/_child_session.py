@@ -48,6 +48,7 @@ from ._permission import PermissionSetting
 from ._process import ManagedProcess, SpawnError
 from ._teardown import Teardown
 from ._turn import Turn, TurnRun
+from ._types import Budget, Usage
 
 
 class ChildSession:
@@ -119,6 +120,8 @@ class ChildSession:
         *,
         cancel: CancelSignal | None = None,
         output_schema: dict[str, Any] | None = None,
+        budget: Budget | None = None,
+        spent: Usage | None = None,
     ) -> Turn:
         """Queues a turn; the owner runs it as soon as the child is ready.
 
@@ -143,7 +146,11 @@ class ChildSession:
             permission_protocol=self._permission_protocol,
             reject_with_option=self._reject_with_option,
             idle_seconds=self._idle_seconds,
+            stage=self._protocol.turn_stage,
+            budget=budget,
+            spent=spent,
         )
+        turn.on_over_budget = self._interrupt_current
         self._queued = turn
         self.turns += 1
         self._wake.set()
@@ -215,6 +222,11 @@ class ChildSession:
                     outcome = None if self._proc is None else self._proc.outcome
                     self._dispose_text = teardown_line(self.provider, outcome)
             return self._dispose_text
+
+    def _interrupt_current(self) -> None:
+        """Ends the running turn's driver (it settled already); the owner then interrupts."""
+        if self._call_scope is not None:
+            self._call_scope.cancel()
 
     def _request_stop(self) -> None:
         self._stop.set()

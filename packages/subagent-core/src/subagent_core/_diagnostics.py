@@ -22,13 +22,18 @@ FailureCategory = Literal[
     "child-disposed",
     "child-unknown",
     "missing-terminal",
+    "budget",
+    "session-busy",
+    "resume-miss",
     "unknown",
 ]
 """The closed category vocabulary of failure lines, across every provider.
 
 `timeout`: a startup or idle deadline expired. `upstream`: the child's own model service
 failed (5xx, overload, connection). `output-schema`: the child could not produce output that
-validates against the requested schema.
+validates against the requested schema. `budget`: reported usage crossed the request's
+`Budget` (the turn was interrupted). `session-busy`: another live session holds the handle.
+`resume-miss`: the child no longer knows the session it was asked to continue.
 """
 
 PermissionProtocol = Literal["ACP", "Claude", "Codex"]

@@ -9,13 +9,23 @@ from functools import partial
 
 import anyio
 
+from ._cancel import CancelSignal
 from ._closing import AsyncClosing
-from ._diagnostics import bound_diagnostic
+from ._diagnostics import FailureCategory, bound_diagnostic, failure_line
 from ._errors import SubagentError, SubagentStartError
 from ._events import SubagentEvent
 from ._owned_task import LoopHome
 from ._run import ClosableProvider, SubagentProvider, SubagentRun
-from ._types import Capabilities, RunInfo, SubagentRequest, SubagentResult
+from ._session import SessionProvider, SubagentSession
+from ._session_store import SessionBusyError, claim_slot, new_slot
+from ._types import (
+    Capabilities,
+    RunInfo,
+    SessionRequest,
+    SubagentRequest,
+    SubagentResult,
+    Usage,
+)
 
 _log = logging.getLogger("subagent_core")
 
@@ -121,6 +131,77 @@ class SubagentRegistry(AsyncClosing):
             ValueError: `max_depth` is not a non-negative int.
             SubagentStartError: the provider could not start the child (text bounded).
         """
+        provider = self._checked(name, request)
+        try:
+            inner = await provider.start(request)
+        except SubagentStartError as error:
+            raise _bounded_start_error(error) from error
+        return self._settled(inner, name, request.label)
+
+    async def open_session(self, name: str, request: SessionRequest) -> SubagentSession:
+        """Starts a child for several turns through the named provider.
+
+        With `request.state_dir` the session is kept there under its `handle` and can be
+        resumed after this process exits (`resume_session`).
+
+        Raises:
+            SubagentError: `NO_PROVIDER` or `UNSUPPORTED_CAPABILITY` (the provider has no
+                sessions, or a gated field), before anything is spawned.
+            SubagentStartError: the child could not start (text bounded).
+        """
+        provider = self._session_provider(name, request, "sessions")
+        try:
+            slot = new_slot(request.state_dir, name, request.label)
+        except (OSError, SessionBusyError) as error:
+            raise _start_error(name, "configuration") from error
+        try:
+            inner = await provider.open_session(request, slot)
+        except SubagentStartError as error:
+            slot.discard()
+            raise _bounded_start_error(error) from error
+        except BaseException:
+            slot.discard()
+            raise
+        return _SettledSession(inner, self, name, provider.capabilities, request.label)
+
+    async def resume_session(
+        self, name: str, handle: str, request: SessionRequest
+    ) -> SubagentSession:
+        """Continues the session `handle` (kept under `request.state_dir`) in a fresh child.
+
+        Raises:
+            SubagentError: `NO_PROVIDER`, `UNSUPPORTED_CAPABILITY` (no resume, or a gated
+                field), or `NO_STATE_DIR`, before anything is spawned.
+            SubagentStartError: `session-busy` when a live session holds the handle,
+                `resume-miss` when no such session is kept or the child no longer knows it,
+                `configuration` for another provider's handle or another workspace.
+        """
+        provider = self._session_provider(name, request, "resume")
+        if request.state_dir is None:
+            raise SubagentError("NO_STATE_DIR", "resuming a session needs its state_dir")
+        try:
+            slot = claim_slot(request.state_dir, handle)
+        except SessionBusyError as error:
+            raise _start_error(name, "session-busy") from error
+        except OSError as error:
+            raise _start_error(name, "configuration") from error
+        if slot is None:
+            raise _start_error(name, "resume-miss")
+        if slot.record.provider != name:
+            slot.release()
+            raise _start_error(name, "configuration")
+        try:
+            inner = await provider.resume_session(request, slot)
+        except SubagentStartError as error:
+            slot.release()
+            raise _bounded_start_error(error) from error
+        except BaseException:
+            slot.release()
+            raise
+        return _SettledSession(inner, self, name, provider.capabilities, request.label)
+
+    def _checked(self, name: str, request: SubagentRequest) -> SubagentProvider:
+        """The named provider, once the request passed the checks made before any spawn."""
         provider = self._providers.get(name)
         if provider is None:
             raise SubagentError("NO_PROVIDER", f'no subagent provider registered for "{name}"')
@@ -134,11 +215,20 @@ class SubagentRegistry(AsyncClosing):
             or request.max_depth < 0
         ):
             raise ValueError("max_depth must be a non-negative int")
-        try:
-            inner = await provider.start(request)
-        except SubagentStartError as error:
-            raise _bounded_start_error(error) from error
-        run = _SettledRun(inner, RunInfo(inner.id, name, request.label), self._on_end)
+        return provider
+
+    def _session_provider(
+        self, name: str, request: SessionRequest, capability: str
+    ) -> SessionProvider:
+        provider = self._checked(name, request.turn_request(""))
+        if not isinstance(provider, SessionProvider) or not getattr(
+            provider.capabilities, capability
+        ):
+            raise _unsupported(name, capability)
+        return provider
+
+    def _settled(self, inner: SubagentRun, name: str, label: str | None) -> SubagentRun:
+        run = _SettledRun(inner, RunInfo(inner.id, name, label), self._on_end)
         _notify(self._on_start, run.info)
         return run
 
@@ -147,10 +237,20 @@ def check_capabilities(name: str, capabilities: Capabilities, request: SubagentR
     """Refuses the first requested gated field the provider lacks, in the fixed order."""
     for field, capability in _GATED_FIELDS:
         if getattr(request, field) is not None and not getattr(capabilities, capability):
-            raise SubagentError(
-                "UNSUPPORTED_CAPABILITY",
-                f'subagent provider "{name}" does not support the "{capability}" capability',
-            )
+            raise _unsupported(name, capability)
+
+
+def _unsupported(name: str, capability: str) -> SubagentError:
+    return SubagentError(
+        "UNSUPPORTED_CAPABILITY",
+        f'subagent provider "{name}" does not support the "{capability}" capability',
+    )
+
+
+def _start_error(name: str, category: FailureCategory) -> SubagentStartError:
+    """A session start refused before any child ran, as its safe line."""
+    line = failure_line(name, "initialize", category)
+    return SubagentStartError(line, line)
 
 
 async def _close(provider: SubagentProvider) -> None:
@@ -224,3 +324,50 @@ class _SettledRun(SubagentRun):
         if not self._ended:
             self._ended = True
             _notify(self._on_end, self.info, stop_reason)
+
+
+class _SettledSession(SubagentSession):
+    """The registry's wrapper of a session: each turn is bounded and observed like a run."""
+
+    def __init__(
+        self,
+        inner: SubagentSession,
+        registry: SubagentRegistry,
+        name: str,
+        capabilities: Capabilities,
+        label: str | None,
+    ) -> None:
+        self.handle = inner.handle
+        self._inner = inner
+        self._registry = registry
+        self._name = name
+        self._capabilities = capabilities
+        self._label = label
+
+    @property
+    def usage(self) -> Usage | None:
+        return self._inner.usage
+
+    @property
+    def turns(self) -> int:
+        return self._inner.turns
+
+    @property
+    def resumable(self) -> bool:
+        return self._inner.resumable
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        cancel: CancelSignal | None = None,
+        output_schema: dict[str, object] | None = None,
+    ) -> SubagentRun:
+        if output_schema is not None and not self._capabilities.output_schema:
+            raise _unsupported(self._name, "output_schema")
+        inner = await self._inner.run(prompt, cancel=cancel, output_schema=output_schema)
+        return self._registry._settled(inner, self._name, self._label)  # pyright: ignore[reportPrivateUsage]
+
+    async def aclose(self) -> str | None:
+        text = await self._inner.aclose()
+        return None if text is None else bound_diagnostic(text)

@@ -18,11 +18,11 @@ import anyio
 
 from ._cancel import CancelSignal
 from ._deadlines import IdleDeadline
-from ._events import EventBuffer, SubagentEvent
+from ._events import EventBuffer, SubagentEvent, UsageEvent
 from ._failure import Failure, result_diagnostic
 from ._permission import PermissionGate, PermissionSetting
 from ._run import SubagentRun, new_run_id
-from ._types import StopReason, SubagentResult, Usage
+from ._types import Budget, StopReason, SubagentResult, Usage, add_usage
 
 if TYPE_CHECKING:
     from ._diagnostics import PermissionProtocol
@@ -97,8 +97,18 @@ class Turn:
         permission_protocol: PermissionProtocol,
         reject_with_option: bool,
         idle_seconds: float | None,
+        stage: str = "prompt",
+        budget: Budget | None = None,
+        spent: Usage | None = None,
     ) -> None:
         self.provider = provider
+        self.stage = stage
+        """The stage this turn's failures name."""
+        self.budget = budget
+        self.spent = spent
+        """What earlier turns of the session consumed (counted against the budget)."""
+        self.on_over_budget: Callable[[], None] | None = None
+        """Called once when reported usage crosses the budget (the owner interrupts)."""
         self.prompt = prompt
         self.output_schema = output_schema
         self.cancel = cancel
@@ -124,9 +134,26 @@ class Turn:
     # -- what the driver reports ---------------------------------------------------------------
 
     def publish(self, event: SubagentEvent) -> None:
-        """Publishes an activity event (dropped once the turn has settled)."""
-        if self.result is None:
-            self.events.publish(event)
+        """Publishes an activity event (dropped once the turn has settled).
+
+        A usage report is checked against the budget: once the session's usage with this
+        turn's crosses it, the turn settles `error` + `budget` and the owner interrupts it.
+        """
+        if self.result is not None:
+            return
+        self.events.publish(event)
+        if self.budget is not None and isinstance(event, UsageEvent):
+            reported = Usage(
+                input_tokens=event.input_tokens,
+                output_tokens=event.output_tokens,
+                cached_input_tokens=event.cached_input_tokens,
+                cost=event.cost,
+            )
+            if self.budget.crossed_by(add_usage(self.spent, reported)):
+                self.fail(Failure(self.stage, "budget"))
+                hook, self.on_over_budget = self.on_over_budget, None
+                if hook is not None:
+                    hook()
 
     @property
     def settled(self) -> bool:

@@ -66,10 +66,82 @@ class Capabilities:
     """Gates `SubagentRequest.max_depth`."""
     tool_filter: bool = False
     persona: bool = False
+    sessions: bool = False
+    """Several turns on one live child (`SubagentRegistry.open_session`)."""
+    resume: bool = False
+    """A session continued by handle in a fresh child (`SubagentRegistry.resume_session`)."""
 
 
 NO_CAPABILITIES = Capabilities()
 """What every out-of-process provider advertises: nothing it cannot enforce from outside."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Budget:
+    """The most a run or a session may consume, as its child reports it.
+
+    When reported usage crosses a limit the turn is interrupted and settles `error` with
+    `category: budget`; a session's budget counts every turn, resumed ones included.
+    `max_tokens` counts input plus output tokens; `max_cost` compares amounts in its own
+    currency (a cost reported in another currency is not counted against it).
+
+    Raises:
+        ValueError: `max_tokens` is not a positive int, or `max_cost` is not a `Cost`.
+    """
+
+    max_tokens: int | None = None
+    max_cost: Cost | None = None
+
+    def __post_init__(self) -> None:
+        tokens = cast(object, self.max_tokens)
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1
+        ):
+            raise ValueError("Budget.max_tokens must be a positive int or None")
+        if self.max_cost is not None and not isinstance(cast(object, self.max_cost), Cost):
+            raise ValueError("Budget.max_cost must be a Cost or None")
+
+    def crossed_by(self, usage: Usage | None) -> bool:
+        """True when `usage` is past either limit."""
+        if usage is None:
+            return False
+        if self.max_tokens is not None:
+            tokens = (usage.input_tokens or 0) + (usage.output_tokens or 0)
+            if tokens > self.max_tokens:
+                return True
+        limit, cost = self.max_cost, usage.cost
+        return (
+            limit is not None
+            and cost is not None
+            and cost.currency == limit.currency
+            and cost.amount > limit.amount
+        )
+
+
+def add_usage(first: Usage | None, second: Usage | None) -> Usage | None:
+    """The sum of two usages; a field either side did not report stays as the other says.
+
+    Costs add up in one currency; costs in two currencies cannot, and the sum reports none.
+    """
+    if first is None or second is None:
+        return second if first is None else first
+
+    def plus(a: int | None, b: int | None) -> int | None:
+        return b if a is None else a if b is None else a + b
+
+    cost: Cost | None
+    if first.cost is None or second.cost is None:
+        cost = first.cost or second.cost
+    elif first.cost.currency == second.cost.currency:
+        cost = Cost(first.cost.amount + second.cost.amount, first.cost.currency)
+    else:
+        cost = None
+    return Usage(
+        input_tokens=plus(first.input_tokens, second.input_tokens),
+        output_tokens=plus(first.output_tokens, second.output_tokens),
+        cached_input_tokens=plus(first.cached_input_tokens, second.cached_input_tokens),
+        cost=cost,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,9 +166,59 @@ class SubagentRequest:
     """MCP servers the parent hands to the child (names unique; any sequence is stored as a
     tuple). Empty, the default, hands none. A provider that cannot pass them on refuses a
     non-empty tuple at start rather than dropping it."""
+    budget: Budget | None = None
+    """The most this run may consume (`None`: no limit)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mcp_servers", check_mcp_servers(self.mcp_servers))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionRequest:
+    """A child kept for several turns: everything a `SubagentRequest` carries but the prompt.
+
+    The cancel signal aborts the start (each turn has its own). `state_dir` is where a
+    resumable session keeps its record and the child's own per-handle state
+    (`state_dir/<handle>/`); without it the session lives only as long as its process and its
+    handle cannot be resumed.
+    """
+
+    cwd: Path | None = None
+    cancel: CancelSignal = field(default_factory=CancelSignal)
+    label: str | None = None
+    max_depth: int | None = None
+    tool_filter: tuple[str, ...] | None = None
+    persona: str | None = None
+    allow_writes: bool = False
+    mcp_servers: tuple[MCPServerSpec, ...] = ()
+    budget: Budget | None = None
+    """The most the whole session may consume, over every turn and resume."""
+    state_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mcp_servers", check_mcp_servers(self.mcp_servers))
+
+    def turn_request(
+        self,
+        prompt: str,
+        *,
+        cancel: CancelSignal | None = None,
+        output_schema: dict[str, Any] | None = None,
+    ) -> SubagentRequest:
+        """The request of one turn (what a provider checks a turn against)."""
+        return SubagentRequest(
+            prompt=prompt,
+            cwd=self.cwd,
+            cancel=cancel or CancelSignal(),
+            label=self.label,
+            output_schema=output_schema,
+            max_depth=self.max_depth,
+            tool_filter=self.tool_filter,
+            persona=self.persona,
+            allow_writes=self.allow_writes,
+            mcp_servers=self.mcp_servers,
+            budget=self.budget,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -81,6 +81,10 @@ from ._process import ProcessOutcome as ProcessOutcome
 from ._process import SpawnError as SpawnError
 from ._run import ClosableProvider as ClosableProvider
 from ._run import new_run_id as new_run_id
+from ._session import ChildTurns as ChildTurns
+from ._session import SessionProvider as SessionProvider
+from ._session import session_workspace as session_workspace
+from ._session_store import SessionSlot as SessionSlot
 from ._stdio import open_stdio_streams as open_stdio_streams
 from ._structured import StructuredOutputError as StructuredOutputError
 from ._structured import parse_structured_output as parse_structured_output
@@ -89,6 +93,7 @@ from ._teardown import Teardown as Teardown
 from ._turn import Turn as Turn
 from ._turn import TurnDriver as TurnDriver
 from ._turn import TurnRun as TurnRun
+from ._types import add_usage as add_usage
 from ._workspace import choose_workspace as choose_workspace
 from ._workspace import configuration_start_error as configuration_start_error
 from ._workspace import enterable_directory as enterable_directory
@@ -118,6 +123,7 @@ __all__ = [
     "ChildLink",
     "ChildProtocol",
     "ChildSession",
+    "ChildTurns",
     "ClosableProvider",
     "EventBuffer",
     "Failure",
@@ -130,6 +136,8 @@ __all__ = [
     "PermissionGate",
     "PermissionProtocol",
     "ProcessOutcome",
+    "SessionProvider",
+    "SessionSlot",
     "SpawnError",
     "StructuredOutputError",
     "Teardown",
@@ -137,6 +145,7 @@ __all__ = [
     "TurnDriver",
     "TurnRun",
     "aborted_before_start_text",
+    "add_usage",
     "bound_diagnostic",
     "check_permission",
     "check_timeout",
@@ -160,6 +169,7 @@ __all__ = [
     "result_diagnostic",
     "safe_cost",
     "safe_tool_kind",
+    "session_workspace",
     "start_preamble",
     "teardown_line",
     "tool_call_status",
