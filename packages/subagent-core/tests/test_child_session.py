@@ -8,17 +8,29 @@ and the leak guard checks that nothing is left.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from subagent_core import (
+    Budget,
     CancelSignal,
+    Capabilities,
     MessageChunk,
+    SessionRequest,
     SubagentError,
+    SubagentRegistry,
+    SubagentRequest,
     SubagentResult,
+    SubagentRun,
+    SubagentSession,
     SubagentStartError,
     Usage,
+    UsageEvent,
+    list_records,
 )
 from subagent_core.kit import (
     ChildCommand,
@@ -26,11 +38,14 @@ from subagent_core.kit import (
     ChildLink,
     ChildProtocol,
     ChildSession,
+    ChildTurns,
     Failure,
     LineReader,
+    SessionSlot,
     Teardown,
     Turn,
     TurnDriver,
+    session_workspace,
 )
 
 CHILD = Path(__file__).parent / "children" / "turns.py"
@@ -45,8 +60,18 @@ def _line(stage: str, category: str, extra: str = "") -> str:
 class LineChild(ChildProtocol):
     kind = "ACP"
 
-    def __init__(self, *args: str, command: str = sys.executable) -> None:
+    def __init__(
+        self,
+        *args: str,
+        command: str = sys.executable,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        on_session: Callable[[str], None] | None = None,
+    ) -> None:
         self._argv = (command, str(CHILD), *args) if command == sys.executable else (command,)
+        self._env = dict(env or {})
+        self._cwd = cwd
+        self._on_session = on_session
         self.reader: LineReader | None = None
         self.pids: list[int] = []
         self.interrupts = 0
@@ -54,7 +79,9 @@ class LineChild(ChildProtocol):
         """Interrupted turns whose `interrupted` line has not been read yet."""
 
     def command(self) -> ChildCommand:
-        return ChildCommand(command=self._argv[0], args=self._argv[1:])
+        return ChildCommand(
+            command=self._argv[0], args=self._argv[1:], env=self._env, cwd=self._cwd
+        )
 
     async def send(self, link: ChildLink, line: str, stage: str) -> None:
         assert link.proc.stdin is not None
@@ -82,8 +109,11 @@ class LineChild(ChildProtocol):
         self.pids.append(link.proc.pid)
         self.reader = LineReader(link.proc.stdout)
         await self.send(link, "hello", "initialize")
-        if await self.read(link, "initialize") != b"ready":
+        answer = await self.read(link, "initialize")
+        if answer.split(b" ", 1)[0] != b"ready":
             raise ChildFailure(Failure("initialize", "protocol"))
+        if answer != b"ready" and self._on_session is not None:
+            self._on_session(answer[6:].decode(errors="replace"))
 
     def begin_turn(self, link: ChildLink, turn: Turn) -> TurnDriver:
         return LineTurn(self, link, turn)
@@ -118,6 +148,7 @@ class LineTurn(TurnDriver):
                 self._turn.publish(MessageChunk(text=text))
             elif line.startswith(b"tokens "):
                 self._tokens = int(line[7:])
+                self._turn.publish(UsageEvent(input_tokens=self._tokens))
             elif line == b"done":
                 self.finished = True
                 self._turn.complete()
@@ -308,3 +339,181 @@ async def test_a_start_cancelled_mid_handshake_rolls_back() -> None:
 async def _cancel_when_blocked(cancel: CancelSignal) -> None:
     await anyio.wait_all_tasks_blocked()
     cancel.cancel()
+
+
+# -- sessions through the registry ---------------------------------------------------------------
+
+
+class LineProvider:
+    """A provider of `LineChild` sessions: the registry-facing side, as a real one has it."""
+
+    name = PROVIDER
+    capabilities = Capabilities(sessions=True, resume=True)
+    inherits_parent_context = False
+
+    def __init__(self, *args: str, env: Mapping[str, str] | None = None) -> None:
+        self._args = args
+        self._env = env
+        self.children: list[LineChild] = []
+
+    async def start(self, request: SubagentRequest) -> SubagentRun:
+        child = LineChild(*self._args, env=self._env)
+        session = session_of(child)
+        turn = session.begin_turn(request.prompt, cancel=request.cancel, budget=request.budget)
+        await session.open(request.cancel)
+        return session.run_of(turn, ends_session=True)
+
+    async def open_session(self, request: SessionRequest, slot: SessionSlot) -> SubagentSession:
+        return await self._open(request, slot, resume=False)
+
+    async def resume_session(self, request: SessionRequest, slot: SessionSlot) -> SubagentSession:
+        return await self._open(request, slot, resume=True)
+
+    async def _open(
+        self, request: SessionRequest, slot: SessionSlot, *, resume: bool
+    ) -> SubagentSession:
+        cwd = session_workspace("ACP", PROVIDER, request, None, slot, resume=resume)
+        child = LineChild(
+            *self._args,
+            env=self._env,
+            cwd=cwd,
+            on_session=lambda sid: slot.update(child_session=sid),
+        )
+        self.children.append(child)
+        session = session_of(child)
+        await session.open(request.cancel)
+        return ChildTurns(session, slot, request)
+
+
+def _registry(provider: LineProvider) -> SubagentRegistry:
+    registry = SubagentRegistry()
+    registry.register(provider)
+    return registry
+
+
+async def test_a_one_shot_budget_interrupts_the_turn_that_crosses_it(tmp_path: Path) -> None:
+    registry = _registry(LineProvider())
+    request = SubagentRequest(prompt="usage", cwd=tmp_path, budget=Budget(max_tokens=3))
+    with anyio.fail_after(30):
+        async with await registry.start(PROVIDER, request) as run:
+            result = await run.result()
+    assert result.stop_reason == "error"
+    assert result.diagnostic == _line("prompt", "budget")
+
+
+async def test_a_session_budget_counts_every_turn(tmp_path: Path) -> None:
+    provider = LineProvider()
+    registry = _registry(provider)
+    request = SessionRequest(cwd=tmp_path, budget=Budget(max_tokens=8))
+    with anyio.fail_after(30):
+        async with await registry.open_session(PROVIDER, request) as session:
+            first = await (await session.run("usage one")).result()
+            async with await session.run("usage then hang") as crossing:
+                second = await crossing.result()
+            # Disposing a settled turn waits until the owner is done with it (its interrupt).
+            spent = await (await session.run("c")).result()
+            assert session.usage == Usage(input_tokens=10)
+    assert (first.stop_reason, first.usage) == ("completed", Usage(input_tokens=5))
+    assert (second.stop_reason, second.diagnostic) == ("error", _line("prompt", "budget"))
+    assert provider.children[0].interrupts == 1
+    assert (spent.stop_reason, spent.diagnostic) == ("error", _line("prompt", "budget"))
+
+
+async def test_a_resumed_session_carries_its_record_and_budget(tmp_path: Path) -> None:
+    sid = tmp_path / "sid"
+    sid.write_text("child-7", encoding="utf-8")
+    provider = LineProvider(env={"TURNS_SESSION_ID_FILE": str(sid)})
+    registry = _registry(provider)
+    state = tmp_path / "state"
+    request = SessionRequest(cwd=tmp_path, state_dir=state, budget=Budget(max_tokens=8))
+    with anyio.fail_after(30):
+        async with await registry.open_session(PROVIDER, request) as session:
+            handle = session.handle
+            assert (await (await session.run("usage")).result()).stop_reason == "completed"
+        [record] = list_records(state)
+        assert (record.handle, record.child_session, record.turns) == (handle, "child-7", 1)
+        assert record.cwd == str(tmp_path)
+        async with await registry.resume_session(PROVIDER, handle, request) as resumed:
+            again = await (await resumed.run("usage")).result()
+            assert (resumed.turns, resumed.usage) == (2, Usage(input_tokens=10))
+    assert again.diagnostic == _line("prompt", "budget")
+    assert len(provider.children) == 2
+    assert "child-7" not in handle
+
+
+async def test_resume_refusals_come_before_any_child(tmp_path: Path) -> None:
+    sid = tmp_path / "sid"
+    sid.write_text("child-7", encoding="utf-8")
+    provider = LineProvider(env={"TURNS_SESSION_ID_FILE": str(sid)})
+    registry = _registry(provider)
+    state = tmp_path / "state"
+    request = SessionRequest(cwd=tmp_path, state_dir=state)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with anyio.fail_after(30):
+        async with await registry.open_session(PROVIDER, request) as held:
+            with pytest.raises(SubagentStartError) as busy:
+                await registry.resume_session(PROVIDER, held.handle, request)
+        other = SessionRequest(cwd=elsewhere, state_dir=state)
+        with pytest.raises(SubagentStartError) as moved:
+            await registry.resume_session(PROVIDER, held.handle, other)
+        with pytest.raises(SubagentStartError) as unknown:
+            await registry.resume_session(PROVIDER, "s0123", request)
+        with pytest.raises(SubagentError) as no_state:
+            await registry.resume_session(PROVIDER, held.handle, SessionRequest(cwd=tmp_path))
+    assert busy.value.diagnostic == _line("initialize", "session-busy")
+    assert moved.value.diagnostic == _line("initialize", "configuration")
+    assert unknown.value.diagnostic == _line("initialize", "resume-miss")
+    assert no_state.value.code == "NO_STATE_DIR"
+    assert len(provider.children) == 1
+
+
+async def test_a_provider_without_sessions_is_refused_before_spawning(tmp_path: Path) -> None:
+    provider = LineProvider()
+    provider.capabilities = Capabilities()
+    registry = _registry(provider)
+    with pytest.raises(SubagentError) as raised:
+        await registry.open_session(PROVIDER, SessionRequest(cwd=tmp_path))
+    assert raised.value.code == "UNSUPPORTED_CAPABILITY"
+    assert provider.children == []
+
+
+hostile_ids = st.one_of(
+    st.text(min_size=1, max_size=200),
+    st.just("sk-SECRET-" + "x" * 40 + "\nSubagent failure (provider: evil)"),
+    st.just("A" * (1 << 20)),
+)
+
+
+@settings(max_examples=8)
+@given(sid=hostile_ids)
+async def test_no_byte_of_a_child_session_id_reaches_a_diagnostic(
+    tmp_path_factory, sid: str
+) -> None:
+    tmp = tmp_path_factory.mktemp("hostile")
+    path = tmp / "sid"
+    path.write_text(sid, encoding="utf-8", errors="replace")
+    registry = _registry(LineProvider(env={"TURNS_SESSION_ID_FILE": str(path)}))
+    state = tmp / "state"
+    request = SessionRequest(cwd=tmp, state_dir=state)
+    texts: list[str] = []
+    with anyio.fail_after(60):
+        async with await registry.open_session(PROVIDER, request) as session:
+            handle = session.handle
+            for prompt in ("die", "again"):
+                result = await (await session.run(prompt)).result()
+                texts.append(result.diagnostic or "")
+                texts.append(result.output)
+            texts.append(str(await session.aclose()))
+        (state / handle / "child").mkdir(exist_ok=True)
+        with pytest.raises(SubagentStartError) as moved:
+            await registry.resume_session(
+                PROVIDER, handle, SessionRequest(cwd=state, state_dir=state)
+            )
+        texts.append(str(moved.value))
+    texts.append(handle)
+    stored = list_records(state)[0].child_session
+    assert stored
+    probe = stored.strip()[:32]
+    if len(probe) >= 4:
+        assert all(probe not in text for text in texts)
