@@ -128,6 +128,9 @@ def packages(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks: print same-run ratios and write bench/results.md (not part of CI)."""
-    _sync(session, "--all-packages", "--no-default-groups", "--group", "dev")
+    """Benchmarks: print same-run ratios and write bench/results.md (not part of CI).
+
+    The `[cli]` extras bring the real `claude` CLI and `codex` binary, so the native-vs-ACP
+    cases (`claude`, `codex`) run instead of skipping."""
+    _sync(session, "--all-packages", "--extra", "cli", "--no-default-groups", "--group", "dev")
     session.run("python", "bench/run.py", *session.posargs)
