@@ -12,6 +12,7 @@ import anyio
 import psutil
 import pytest
 from subagent_claude import ClaudeConfig, ClaudeProvider
+from subagent_claude.testing import fake_claude_argv
 from subagent_core import (
     EventsDropped,
     MessageChunk,
@@ -19,7 +20,7 @@ from subagent_core import (
     SubagentRegistry,
     SubagentRequest,
 )
-from subagent_core.kit import DEFAULT_EVENT_CAPACITY
+from subagent_core.kit import DEFAULT_EVENT_CAPACITY, ChildStderr
 
 MakeConfig = Callable[..., ClaudeConfig]
 P = "Subagent failure (provider: claude; stage: "
@@ -187,3 +188,24 @@ async def test_a_host_callback_slower_than_the_idle_bound_does_not_time_out(
     config = fake_config(script, permission=slow_human, idle_timeout_seconds=0.5)
     result, disposed = await run_once(config, seconds=20)
     assert (result.stop_reason, result.diagnostic, disposed) == ("completed", None, None)
+
+
+async def test_stderr_is_drained_into_its_log_and_never_passed_through(
+    fake_config: MakeConfig, run_once: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI's own log lines (session ids, tokens) never reach our stderr by default."""
+    secret = "sk-claude-stderr-secret-7"
+    # `sh` writes the line as the CLI would, then becomes the fake CLI (same pid, same pipe).
+    wrapper = f'echo "token={secret}" >&2; exec "$@"'
+    argv = fake_claude_argv()
+    logs = tmp_path / "logs"
+    config = fake_config(
+        {"text": "PONG"},
+        command="/bin/sh",
+        args=["-c", wrapper, "sh", *argv],
+        child_stderr=ChildStderr(log_dir=logs),
+    )
+    result, disposed = await run_once(config)
+    assert (result.stop_reason, result.output, disposed) == ("completed", "PONG", None)
+    assert secret not in capfd.readouterr().err
+    assert [log.read_text("utf-8") for log in logs.iterdir()] == [f"token={secret}\n"]

@@ -429,3 +429,25 @@ async def test_a_signal_cancelled_mid_start_is_the_fixed_text(fake_config) -> No
 async def _cancel_later(cancel) -> None:
     await anyio.sleep(0.5)  # bounds a hang on purpose; the outcome does not depend on it
     cancel.cancel()
+
+
+async def test_stderr_is_drained_into_its_log_and_never_passed_through(
+    fake_config, run_once, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from subagent_codex.testing import fake_app_server_argv
+    from subagent_core.kit import ChildStderr
+
+    secret = "sk-codex-stderr-secret-9"
+    # `sh` writes the line as the app-server would, then becomes the fake (same pid and pipe).
+    wrapper = f'echo "token={secret}" >&2; exec "$@"'
+    logs = tmp_path / "logs"
+    config = fake_config(
+        {"turn": _done("hello")},
+        command="/bin/sh",
+        args=["-c", wrapper, "sh", *fake_app_server_argv()],
+        child_stderr=ChildStderr(log_dir=logs),
+    )
+    result, disposed, _ = await run_once(config)
+    assert (result.stop_reason, result.output, disposed) == ("completed", "hello", None)
+    assert secret not in capfd.readouterr().err
+    assert [log.read_text("utf-8") for log in logs.iterdir()] == [f"token={secret}\n"]

@@ -23,6 +23,7 @@ from subagent_core import (
     SubagentStartError,
 )
 
+from ._child_stderr import child_stderr_logs
 from ._config import FileSystemMode, HarnessConfig, PermissionPolicy, ProviderSettings
 from ._delegate_view import JSONView, LiveView, PlainView, RunView
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
@@ -52,6 +53,8 @@ class DelegateOptions:
     """A live view on a terminal; off while questions are asked there (plain lines instead)."""
     output_schema: dict[str, Any] | None = None
     """`--output-schema`: the JSON Schema the child's answer must validate against."""
+    child_stderr: bool = False
+    """`--child-stderr`: the child's stderr live on ours too, and its log directory named."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,13 +130,20 @@ def delegate_once(
     options = options or DelegateOptions()
     if chosen.permission == "ask" and chosen.kind in ("acp", "claude", "codex"):
         options = replace(options, live=False)
+    if options.child_stderr:
+        options = replace(options, live=False)  # raw child lines would tear a live view
+    logs = child_stderr_logs(live=options.child_stderr)
     try:
         registry = build_registry(
-            [chosen], endpoint=endpoint, workspace=workspace, overrides=overrides
+            [chosen],
+            endpoint=endpoint,
+            workspace=workspace,
+            overrides=overrides,
+            child_stderr=logs,
         )
     except ValueError as error:
         raise UsageError(f"providers.{provider}: {error}") from None
-    return anyio.run(
+    code = anyio.run(
         _delegate,
         registry,
         provider,
@@ -142,6 +152,10 @@ def delegate_once(
         options,
         backend="asyncio",
     )
+    location = logs.location()
+    if location is not None:
+        _err(location)
+    return code
 
 
 async def _delegate(

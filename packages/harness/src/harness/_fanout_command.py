@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 from subagent_core import CancelSignal, SubagentRegistry, SubagentRequest
 
+from ._child_stderr import child_stderr_logs
 from ._config import HarnessConfig, ProviderSettings
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
 from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
@@ -36,6 +37,8 @@ class FanoutOptions:
     patch_dir: Path | None = None
     json: bool = False
     live: bool = True
+    child_stderr: bool = False
+    """`--child-stderr`: each child's stderr live on ours too, and the log directory named."""
 
 
 def fanout_once(
@@ -72,11 +75,18 @@ def fanout_once(
         chosen.append(settings)
     if any(item.kind == "acp" and item.permission == "ask" for item in chosen):
         options = replace(options, live=False)  # questions are asked on the terminal
+    if options.child_stderr:
+        options = replace(options, live=False)  # raw child lines would tear the live rows
+    logs = child_stderr_logs(live=options.child_stderr)
     try:
-        registry = build_registry(chosen, endpoint=endpoint, workspace=workspace)
+        registry = build_registry(chosen, endpoint=endpoint, workspace=workspace, child_stderr=logs)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    return anyio.run(_fanout, registry, agents, prompt, workspace, options, backend="asyncio")
+    code = anyio.run(_fanout, registry, agents, prompt, workspace, options, backend="asyncio")
+    location = logs.location()
+    if location is not None:
+        _err(location)
+    return code
 
 
 async def _fanout(

@@ -12,8 +12,10 @@ from subagent_acp import ACPConfig, ACPProvider
 from subagent_claude import ClaudeConfig, ClaudeProvider
 from subagent_codex import CodexConfig, CodexProvider
 from subagent_core import Placement, SubagentProvider, SubagentRegistry
+from subagent_core.kit import ChildStderr
 from subagent_sdk import SDKConfig, SDKProvider
 
+from ._child_stderr import ChildStderrLogs
 from ._config import API_KEY_ENV, HarnessConfig, ProviderSettings
 from ._endpoint import MissingKeyError, ResolvedEndpoint
 from ._exit import UsageError
@@ -135,8 +137,12 @@ def build_provider(
     endpoint: ResolvedEndpoint | None,
     workspace: Path,
     overrides: ProviderOverrides | None = None,
+    child_stderr: ChildStderrLogs | None = None,
 ) -> SubagentProvider:
     """One provider object for `settings`, with command-line `overrides` applied.
+
+    Its children's stderr goes to `child_stderr`'s logs, or is drained and dropped (`None`);
+    it never reaches the harness's own stderr unless those logs are `live`.
 
     Raises:
         ValueError: the provider package rejected the configuration (message names the key).
@@ -144,6 +150,7 @@ def build_provider(
             variable that is not set, or an override the provider cannot take.
     """
     overrides = overrides or ProviderOverrides()
+    stderr = ChildStderr() if child_stderr is None else child_stderr.for_provider(settings.name)
     if settings.kind == "acp":
         acp = ACPConfig(
             **_process_fields(settings),
@@ -154,10 +161,12 @@ def build_provider(
             terminal=settings.terminal,
             model=settings.child_model,
             mode=settings.child_mode,
+            child_stderr=stderr,
         )
         return ACPProvider(overrides.apply(acp, provider=settings.name))
     if settings.kind == "claude":
-        return ClaudeProvider(overrides.apply(_claude_config(settings), provider=settings.name))
+        claude = _claude_config(settings, stderr)
+        return ClaudeProvider(overrides.apply(claude, provider=settings.name))
     if settings.kind == "codex":
         codex = CodexConfig(
             provider_name=settings.name,
@@ -175,6 +184,7 @@ def build_provider(
             dispose_grace_seconds=settings.dispose_grace_seconds,
             dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
             remote=placement_of(settings),
+            child_stderr=stderr,
         )
         return CodexProvider(overrides.apply(codex, provider=settings.name))
     if settings.kind == "sdk":
@@ -217,7 +227,7 @@ class _ProcessFields(TypedDict):
     remote: Placement | None
 
 
-def _claude_config(settings: ProviderSettings) -> ClaudeConfig:
+def _claude_config(settings: ProviderSettings, stderr: ChildStderr) -> ClaudeConfig:
     """A native Claude Code child; no `command` lets the provider find the CLI itself."""
     return ClaudeConfig(
         provider_name=settings.name,
@@ -231,6 +241,7 @@ def _claude_config(settings: ProviderSettings) -> ClaudeConfig:
         dispose_grace_seconds=settings.dispose_grace_seconds,
         dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
         remote=placement_of(settings),
+        child_stderr=stderr,
     )
 
 
@@ -255,12 +266,20 @@ def build_registry(
     endpoint: ResolvedEndpoint | None,
     workspace: Path,
     overrides: ProviderOverrides | None = None,
+    child_stderr: ChildStderrLogs | None = None,
 ) -> SubagentRegistry:
-    """A registry holding every provider in `providers` (in order), `overrides` applied."""
+    """A registry holding every provider in `providers` (in order), `overrides` applied and
+    their children's stderr logged to `child_stderr` (else drained and dropped)."""
     registry = SubagentRegistry()
     for settings in providers:
         registry.register(
-            build_provider(settings, endpoint=endpoint, workspace=workspace, overrides=overrides)
+            build_provider(
+                settings,
+                endpoint=endpoint,
+                workspace=workspace,
+                overrides=overrides,
+                child_stderr=child_stderr,
+            )
         )
     return registry
 

@@ -11,9 +11,7 @@ policy here cannot be shadowed from the command line.
 from __future__ import annotations
 
 import math
-import os
 import re
-import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +25,11 @@ from subagent_core.kit import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_STARTUP_TIMEOUT_SECONDS,
     ChildCommand,
+    ChildStderr,
+    Teardown,
     check_permission,
     check_timeout,
+    enterable_directory,
 )
 
 SystemPrompt = Literal["none", "claude_code"]
@@ -75,14 +76,6 @@ def _positive_int(key: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise _fail(key, "must be a positive int")
     return value
-
-
-def enterable_directory(path: Path) -> bool:
-    """True when `path` is a directory this process may enter (`X_OK`)."""
-    try:
-        return stat.S_ISDIR(os.stat(path).st_mode) and os.access(path, os.X_OK)
-    except (OSError, ValueError):
-        return False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,6 +131,11 @@ class ClaudeConfig:
     """Where each child runs (`None`: this host): a `Placement` such as `SSHRemote` or
     `subagent_ray.RayPlacement`, under its containment guard; `command`, `env` and the workspace
     path then apply there (`None` command runs `claude` from its PATH)."""
+    child_stderr: ChildStderr = field(default_factory=ChildStderr)
+    """What becomes of each child's stderr (`subagent_core.kit.ChildStderr`): always drained,
+    into a bounded log file per child under `log_dir`, or dropped (the default); `live=True`
+    also copies it to this process's stderr, for a person at a terminal. Never inherited: it
+    is the child's text (its logs, session ids, whatever it printed)."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -159,17 +157,35 @@ class ClaudeConfig:
             raise _fail("system_prompt", 'must be "none" or "claude_code"')
         if not isinstance(self.read_user_settings, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise _fail("read_user_settings", "must be True or False")
-        for key in (
-            "dispose_eof_grace_seconds",
-            "dispose_grace_seconds",
-            "dispose_kill_grace_seconds",
+        teardown = Teardown.checked(
+            _OWNER,
+            self.dispose_eof_grace_seconds,
+            self.dispose_grace_seconds,
+            self.dispose_kill_grace_seconds,
+        )
+        set_(self, "dispose_eof_grace_seconds", teardown.eof_grace_seconds)
+        set_(self, "dispose_grace_seconds", teardown.term_grace_seconds)
+        set_(self, "dispose_kill_grace_seconds", teardown.kill_grace_seconds)
+        set_(
+            self,
             "write_timeout_seconds",
-        ):
-            set_(self, key, _positive_seconds(key, getattr(self, key)))
+            _positive_seconds("write_timeout_seconds", self.write_timeout_seconds),
+        )
         for key in ("startup_timeout_seconds", "idle_timeout_seconds"):
             set_(self, key, check_timeout(getattr(self, key), owner=_OWNER, name=key))
         set_(self, "max_frame_bytes", _positive_int("max_frame_bytes", self.max_frame_bytes))
         set_(self, "max_output_bytes", _positive_int("max_output_bytes", self.max_output_bytes))
+        if not isinstance(cast(object, self.child_stderr), ChildStderr):
+            raise _fail("child_stderr", "must be a subagent_core.kit.ChildStderr")
+
+    @property
+    def teardown(self) -> Teardown:
+        """The three graces of the ladder as one value."""
+        return Teardown(
+            self.dispose_eof_grace_seconds,
+            self.dispose_grace_seconds,
+            self.dispose_kill_grace_seconds,
+        )
 
     def _child_command(self, command: str, cwd: Path | None) -> ChildCommand:
         try:

@@ -1,9 +1,9 @@
-"""The CLI's `can_use_tool` requests, answered through the run's `PermissionGate`.
+"""The CLI's `can_use_tool` requests, answered through the turn's `PermissionGate`.
 
 Claude Code asks once per tool use; an answer is `allow` or `deny` and nothing is remembered
 between requests, so the options offered to the gate are `allow_once` and `reject_once`. A fixed
 policy (or a per-kind mapping) decides at once, in the reading task. A host callback may take
-its time, so it runs in a task of the run, at most `MAX_PENDING_CALLBACKS` at a time: a request
+its time, so it runs in a task of the turn, at most `MAX_PENDING_CALLBACKS` at a time: a request
 beyond that is denied without asking (and without a record), so a child that floods
 requests cannot grow the parent's memory. A `control_cancel_request` for a pending request
 cancels its callback; the CLI has already given up on the answer.
@@ -27,7 +27,7 @@ from ._wire import Frame, Wire, WireClosedError, as_object, error_answer, permis
 _log = logging.getLogger("subagent_claude")
 
 MAX_PENDING_CALLBACKS: Final = 8
-"""Host callbacks awaited at once per run; a real CLI asks one at a time."""
+"""Host callbacks awaited at once per turn; a real CLI asks one at a time."""
 
 OFFERED: Final[tuple[OptionKind, ...]] = ("allow_once", "reject_once")
 """What a Claude permission request can be answered with."""
@@ -36,7 +36,7 @@ _ALLOW: Final = frozenset({"allow_once", "allow_always"})
 
 
 class PermissionDesk:
-    """One run's answers to the CLI's control requests."""
+    """One turn's answers to the CLI's control requests."""
 
     def __init__(
         self, gate: PermissionGate, wire: Wire, tg: anyio.abc.TaskGroup, *, asks_host: bool

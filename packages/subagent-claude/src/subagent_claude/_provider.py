@@ -6,18 +6,23 @@ child reused across runs would carry one run's session into the next).
 
 from __future__ import annotations
 
-from pathlib import Path
+import logging
 
-from subagent_core import Capabilities, SubagentRequest, SubagentRun, SubagentStartError
+from subagent_core import Capabilities, SubagentRequest, SubagentRun
 from subagent_core.kit import (
     AsyncClosing,
-    aborted_before_start_text,
+    ChildSession,
     compose_start_error,
+    configuration_start_error,
     failure_line,
+    start_preamble,
 )
 
 from ._argv import resolve_command
-from ._config import ClaudeConfig, enterable_directory
+from ._config import ClaudeConfig
+from ._run import ClaudeChild
+
+_log = logging.getLogger("subagent_claude")
 
 CAPABILITIES = Capabilities(output_schema=True)
 """The CLI validates structured output itself (`--json-schema`); the rest cannot be enforced."""
@@ -56,39 +61,37 @@ class ClaudeProvider(AsyncClosing):
                 MCP servers asked for, no CLI found, the spawn or the handshake failed; the
                 child's whole tree was torn down first.
         """
-        if request.cancel.cancelled:
-            raise SubagentStartError(aborted_before_start_text("Claude"))
-        provider = self._config.provider_name
-        cwd = self._workspace(request)
-        if cwd is None or request.mcp_servers:
-            line = failure_line(provider, "initialize", "configuration")
-            raise compose_start_error(
-                "Claude", cancelled=False, startup_line=line, cleanup_line=None
-            )
-        command = resolve_command(self._config)
+        config = self._config
+        provider = config.provider_name
+        cwd = start_preamble("Claude", provider, request, config.cwd)
+        if request.mcp_servers:
+            raise configuration_start_error("Claude", provider)
+        command = resolve_command(config)
         if command is None:
             line = failure_line(provider, "process", "process-start")
             raise compose_start_error(
                 "Claude", cancelled=False, startup_line=line, cleanup_line=None
             )
-        from ._run import ClaudeRun
+        session = self.new_session(ClaudeChild(config, cwd, command, request.output_schema))
+        turn = session.begin_turn(
+            request.prompt, cancel=request.cancel, output_schema=request.output_schema
+        )
+        await session.open(request.cancel)
+        return session.run_of(turn, ends_session=True)
 
-        run = ClaudeRun(self._config, cwd, command, request)
-        await run.open()
-        return run
+    def new_session(self, child: ClaudeChild) -> ChildSession:
+        """The lifecycle that owns `child`, with this provider's deadlines and graces."""
+        config = self._config
+        return ChildSession(
+            child,
+            provider=config.provider_name,
+            teardown=config.teardown,
+            startup_timeout_seconds=config.startup_timeout_seconds,
+            idle_timeout_seconds=config.idle_timeout_seconds,
+            permission=config.permission,
+            permission_protocol="Claude",
+            log=_log,
+        )
 
     async def aclose(self) -> None:
         """Nothing to release: the provider keeps no children between runs."""
-
-    def _workspace(self, request: SubagentRequest) -> Path | None:
-        """The configured cwd, else the request's; it must be absolute and enterable."""
-        if self._config.cwd is not None:
-            path = self._config.cwd
-        else:
-            cwd: object = request.cwd
-            if not isinstance(cwd, str | Path) or str(cwd) == "":
-                return None
-            path = Path(cwd)
-            if not path.is_absolute():
-                return None
-        return path if enterable_directory(path) else None

@@ -1,57 +1,44 @@
-"""One Claude Code child run: spawn, control handshake, prompt, settle, tear down.
+"""The Claude Code stream-json control protocol as the lifecycle's hooks: handshake, a turn.
 
-A run's whole life is one owner task: it owns the managed process and the wire from spawn to
-the end of the ladder, so every resource has exactly one owner even though `start`, `result`
-and `dispose` are called by the holder from other tasks. Holder and owner talk only through
-events: readiness, settlement and a stop request.
+The child's life — spawn, deadlines, settle-once, cancel, teardown — is the kit's
+(`subagent_core.kit.ChildSession`); this module only speaks the CLI's protocol.
 
-Every wait of the owner is bounded by something it controls: the startup deadline during the
-handshake, the idle deadline afterwards, the leader's exit (the read gets `OUTCOME_WAIT_SECONDS`
-more, so a grandchild holding stdout cannot stretch it), the request's cancel signal and the
-stop request. A local cancel settles `aborted` at once and sends `interrupt` without waiting
-for the CLI's own `result`; only `dispose()` tears the tree down.
+Handshake: `control_request{subtype: initialize}` → its `control_response` (a control request
+the CLI sends meanwhile gets the fixed error). A turn is one `user` message; the turn reads the
+CLI's frames itself until its `result` (or the first 401/403, which settles `authentication`
+at once; the kit then interrupts the CLI's retries). The CLI answers every user message with
+exactly one `result`, in order, so the child counts the results still owed: while an earlier,
+interrupted turn's is outstanding, the frames read belong to that turn and its `result`
+settles nothing.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
-import anyio.abc
-from subagent_core import (
-    StopReason,
-    SubagentRequest,
-    SubagentResult,
-    SubagentRun,
-    SubagentStartError,
-    Usage,
-)
+from subagent_core import StopReason, Usage
 from subagent_core.kit import (
     BoundedText,
-    EventBuffer,
-    IdleDeadline,
-    ManagedProcess,
-    OwnedTask,
-    PermissionGate,
-    SpawnError,
+    ChildCommand,
+    ChildFailure,
+    ChildLink,
+    ChildProtocol,
+    Failure,
     StructuredOutputError,
-    compose_start_error,
-    new_run_id,
-    open_managed_process,
+    Turn,
+    TurnDriver,
     parse_structured_output,
 )
 
 from ._argv import protocol_options
 from ._config import ClaudeConfig
-from ._facts import Failure, Mapped, Stage, is_auth_signal, map_result, result_diagnostic
-from ._facts import teardown_line as _teardown_line
+from ._facts import is_auth_signal, map_result
 from ._permission import PermissionDesk
-from ._stream import Transcript, result_usage
+from ._transcript import Transcript, result_usage
 from ._wire import (
     Closed,
     Frame,
@@ -66,206 +53,52 @@ from ._wire import (
 
 _log = logging.getLogger("subagent_claude")
 
-OUTCOME_WAIT_SECONDS: Final = 1.0
-"""How long a lost connection waits for the process outcome before it is classified."""
-
-_INTERRUPT_SECONDS: Final = 1.0
-"""Bound on the best-effort `interrupt` (a child not reading stdin blocks the write)."""
-
 _LOST: Final[frozenset[Closed]] = frozenset({"eof", "read-error", "write-failed"})
 
 
-class ClaudeRun(SubagentRun):
-    """A published Claude child; `result()` never raises for child failure."""
+class ClaudeChild(ChildProtocol):
+    """One `claude` CLI process: its wire, and the `result` frames its turns still owe."""
+
+    kind = "Claude"
 
     def __init__(
-        self, config: ClaudeConfig, cwd: Path, command: str, request: SubagentRequest
-    ) -> None:
-        self.id = new_run_id()
-        self._config = config
-        self._cwd = cwd
-        self._command = command
-        self.request = request
-        self._schema: Mapping[str, Any] | None = request.output_schema
-        self._buffer = EventBuffer()
-        self._events = self._buffer
-        self._gate = PermissionGate(config.permission, "Claude", self._buffer.publish)
-        self._transcript = Transcript(self._buffer.publish, config.max_output_bytes)
-        self._stage: Stage = "initialize"
-        self._usage: Usage | None = None
-        self._final: str | None = None
-        self._structured: object | None = None
-        self._result: SubagentResult | None = None
-        self._start_error: SubagentStartError | None = None
-        self._start_cause: BaseException | None = None
-        self._teardown_line: str | None = None
-        self._disposed = False
-        self._dispose_text: str | None = None
-        self._ready = anyio.Event()
-        self._settled = anyio.Event()
-        self._stop = anyio.Event()
-        self._exited = anyio.Event()
-        self._interrupted = False
-        self._scope: anyio.CancelScope | None = None
-        self._read_scope: anyio.CancelScope | None = None
-        self._proc: ManagedProcess | None = None
-        self._wire: Wire | None = None
-        self._owner: OwnedTask | None = None
-        graces = (
-            config.dispose_eof_grace_seconds
-            + config.dispose_grace_seconds
-            + config.dispose_kill_grace_seconds
-        )
-        # The ladder may run twice (ours, then the process block's if the tree was not
-        # confirmed gone), plus the bounded interrupt.
-        self._dispose_bound = 2 * graces + _INTERRUPT_SECONDS + 4.0
-
-    # -- holder side ---------------------------------------------------------------------
-
-    async def open(self) -> None:
-        """Starts the owner and waits until the child is ready (its handshake answered).
-
-        Raises:
-            SubagentStartError: the child could not start; its tree was torn down first.
-        """
-        self._owner = OwnedTask.start(self._own, name="subagent_claude.run")
-        try:
-            await self._ready.wait()
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                self._request_stop()
-                with anyio.move_on_after(self._dispose_bound):
-                    await self._wait_owner()
-            raise
-        if self._start_error is not None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(self._dispose_bound):
-                await self._wait_owner()
-            raise self._start_error from self._start_cause
-
-    async def result(self) -> SubagentResult:
-        if self._result is None:
-            with self.request.cancel.cancel_scope():
-                await self._settled.wait()
-            if self._result is None:
-                self._settle("aborted", None)  # the request's cancel signal fired first
-        assert self._result is not None
-        return self._result
-
-    async def dispose(self) -> str | None:
-        with anyio.CancelScope(shield=True):
-            self._settle("aborted", None)
-            self._request_stop()
-            with anyio.move_on_after(self._dispose_bound):
-                await self._wait_owner()
-            if not self._disposed:
-                self._disposed = True
-                if self._owner is None or self._owner.done:
-                    self._dispose_text = self._teardown_line
-                else:
-                    _log.warning("Claude run %s: teardown did not finish in time", self.id)
-                    outcome = None if self._proc is None else self._proc.outcome
-                    self._dispose_text = _teardown_line(self._config.provider_name, outcome)
-            return self._dispose_text
-
-    def _request_stop(self) -> None:
-        self._stop.set()
-        if self._scope is not None:
-            self._scope.cancel()
-
-    async def _wait_owner(self) -> None:
-        if self._owner is not None:
-            await self._owner.wait()
-
-    # -- settlement ------------------------------------------------------------------------
-
-    def _settle(self, stop_reason: StopReason, diagnostic: str | None) -> None:
-        if self._result is None:
-            self._gate.recording = False
-            output = self._final if self._final is not None else self._transcript.output.text
-            structured = self._structured if stop_reason == "completed" else None
-            self._result = SubagentResult(
-                stop_reason=stop_reason,
-                output=output,
-                diagnostic=diagnostic,
-                usage=self._usage,
-                structured_output=structured,
-            )
-            self._buffer.close()
-            self._settled.set()
-
-    def _settle_mapped(self, mapped: Mapped) -> None:
-        if mapped.stop_reason == "aborted" and not mapped.remote_abort:
-            self._settle("aborted", None)
-            return
-        gate = self._gate
-        provider = self._config.provider_name
-        self._settle(
-            mapped.stop_reason, result_diagnostic(provider, mapped, gate.line, gate.refused)
-        )
-
-    def _fail(self, failure: Failure) -> None:
-        self._settle_mapped(Mapped("error", failure))
-
-    def _fail_start(
         self,
-        failure: Failure | None,
-        cleanup_line: str | None,
-        cause: BaseException | None,
-        *,
-        cancelled: bool = False,
+        config: ClaudeConfig,
+        cwd: Path,
+        command: str,
+        output_schema: dict[str, Any] | None,
     ) -> None:
-        if self._ready.is_set():
-            return
-        startup = None if failure is None else failure.line(self._config.provider_name)
-        self._start_error = compose_start_error(
-            "Claude", cancelled=cancelled, startup_line=startup, cleanup_line=cleanup_line
-        )
-        self._start_cause = cause
-        self._ready.set()
+        self._config = config
+        self._command = command
+        self._cwd = cwd
+        # `--json-schema` is a CLI option: the schema is the process's, fixed at spawn.
+        self._output_schema = output_schema
+        self.stderr = config.child_stderr
+        self._wire: Wire | None = None
+        self.results_owed = 0
+        """User messages sent whose `result` has not been read yet (interrupted turns')."""
 
-    # -- owner side ------------------------------------------------------------------------
-
-    async def _own(self) -> None:
+    def command(self) -> ChildCommand:
         config = self._config
-        command = config.child_command(
-            self._command, self._cwd, protocol_options(config, self._schema)
-        )
-        try:
-            async with open_managed_process(
-                command,
-                stdin="pipe",
-                stdout="pipe",
-                stderr="inherit",
-                eof_grace_seconds=config.dispose_eof_grace_seconds,
-                term_grace_seconds=config.dispose_grace_seconds,
-                kill_grace_seconds=config.dispose_kill_grace_seconds,
-            ) as proc:
-                self._proc = proc
-                await self._drive(proc)
-        except SpawnError as error:
-            _log.info("Claude run %s: could not spawn the CLI (%s)", self.id, error.reason)
-            failure = (
-                Failure("initialize", "configuration")
-                if error.reason == "bad-cwd"
-                else Failure("process", "process-start")
-            )
-            self._fail_start(failure, None, error)
-        except Exception as error:
-            # A bug of ours must neither hang nor crash the parent: settle with safe facts.
-            _log.exception("Claude run %s: unexpected failure", self.id)
-            if not self._ready.is_set():
-                self._fail_start(Failure(self._stage, "unknown"), None, error)
-            else:
-                self._fail(Failure(self._stage, "unknown"))
-        finally:
-            if not self._ready.is_set():
-                self._fail_start(Failure(self._stage, "unknown"), None, None)
-            self._settle("aborted", None)
+        options = protocol_options(config, self._output_schema)
+        return config.child_command(self._command, self._cwd, options)
 
-    async def _drive(self, proc: ManagedProcess) -> None:
-        config = self._config
+    @property
+    def config(self) -> ClaudeConfig:
+        """The provider's configuration."""
+        return self._config
+
+    @property
+    def wire(self) -> Wire:
+        """The child's connection (exists once the handshake began)."""
+        assert self._wire is not None
+        return self._wire
+
+    async def handshake(self, link: ChildLink) -> None:
+        proc = link.proc
         assert proc.stdout is not None
         assert proc.stdin is not None
+        config = self._config
         wire = Wire(
             proc.stdout,
             proc.stdin,
@@ -273,240 +106,177 @@ class ClaudeRun(SubagentRun):
             write_timeout_seconds=config.write_timeout_seconds,
         )
         self._wire = wire
-        failure: Failure | None = None
-        cancelled = False
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._watch_exit, proc)
-            with anyio.CancelScope() as scope:
-                self._scope = scope
-                if self._stop.is_set():
-                    scope.cancel()
-                failure, cancelled = await self._handshake(wire)
-                if failure is None and not cancelled:
-                    self._ready.set()
-                    await self._converse(wire)
-                    await self._stop.wait()
-            self._scope = None
-            if not self._ready.is_set() and failure is None:
-                cancelled = True  # stopped while the handshake ran
-            tg.cancel_scope.cancel()
-        gone = await self._teardown(proc)
-        cleanup = None if gone else _teardown_line(config.provider_name, proc.outcome)
-        if not self._ready.is_set():
-            self._fail_start(failure, cleanup, None, cancelled=cancelled)
-        else:
-            self._teardown_line = cleanup
+        link.stage = "initialize"
+        request_id = new_request_id()
+        try:
+            await wire.send(initialize_request(request_id))
+            while not await self._initialized(wire, await wire.receive(), request_id):
+                pass
+        except WireClosedError as closed:
+            failure = await self.closed_failure(link, closed.reason, "initialize")
+            raise ChildFailure(failure) from None
 
-    async def _watch_exit(self, proc: ManagedProcess) -> None:
-        await proc.wait()
-        self._exited.set()
-        scope = self._read_scope
-        if scope is not None:
-            scope.deadline = min(scope.deadline, anyio.current_time() + OUTCOME_WAIT_SECONDS)
+    async def _initialized(self, wire: Wire, frame: Frame, request_id: str) -> bool:
+        """True once `frame` answers `initialize` with success.
 
-    def _exit_failure(self, stage: Stage) -> Failure:
-        proc = self._proc
-        assert proc is not None
-        exit_stage: Stage = "process" if stage == "prompt" else stage
-        return Failure(exit_stage, "process-exit", outcome=proc.outcome)
+        Raises:
+            ChildFailure: the CLI refused `initialize` (`protocol`).
+        """
+        kind = frame.get("type")
+        if kind == "control_response":
+            response = as_object(frame.get("response"))
+            if response.get("request_id") != request_id:
+                return False
+            if response.get("subtype") == "success":
+                return True
+            _log.info("Claude child: the CLI refused initialize")
+            raise ChildFailure(Failure("initialize", "protocol"))
+        if kind == "control_request":
+            await PermissionDesk.refuse(wire, frame)
+        return False
 
-    async def _closed_failure(self, reason: Closed, stage: Stage) -> Failure:
+    async def closed_failure(self, link: ChildLink, reason: Closed, stage: str) -> Failure:
         """Classifies a lost connection by the rules in the package README.
 
         An undecodable frame is usually a child that died mid-write, so it too waits for the
         outcome first; a child still alive after the wait wrote garbage (`protocol`).
         """
-        if reason in _LOST or reason == "undecodable":
-            with anyio.move_on_after(OUTCOME_WAIT_SECONDS):
-                await self._exited.wait()
-            if self._exited.is_set():
-                return self._exit_failure(stage)
+        if (reason in _LOST or reason == "undecodable") and await link.wait_exit():
+            return link.exit_failure("process" if stage == self.turn_stage else stage)
         return Failure(stage, "protocol" if reason == "undecodable" else "transport")
 
-    async def _handshake(self, wire: Wire) -> tuple[Failure | None, bool]:
-        """Sends `initialize` and waits for its answer; `(failure, cancelled)`."""
-        self._stage = "initialize"
-        request_id = new_request_id()
-        timeout = self._config.startup_timeout_seconds
-        deadline = math.inf if timeout is None else anyio.current_time() + timeout
-        failure: Failure | None = None
-        answered = False
-        with (
-            anyio.CancelScope(deadline=deadline) as timer,
-            self.request.cancel.cancel_scope(),
-            anyio.CancelScope() as read_scope,
-        ):
-            self._read_scope = read_scope
-            if self._exited.is_set():
-                read_scope.deadline = anyio.current_time() + OUTCOME_WAIT_SECONDS
-            try:
-                await wire.send(initialize_request(request_id))
-                while not answered:
-                    frame = await wire.receive()
-                    answered, failure = await self._handshake_frame(wire, frame, request_id)
-            except WireClosedError as closed:
-                failure = await self._closed_failure(closed.reason, "initialize")
-            finally:
-                self._read_scope = None
-        if self.request.cancel.cancelled or self._stop.is_set():
-            return None, True
-        if answered or failure is not None:
-            return failure, False
-        if timer.cancelled_caught and not self._exited.is_set():
-            return Failure("initialize", "timeout"), False
-        return self._exit_failure("initialize"), False
+    def begin_turn(self, link: ChildLink, turn: Turn) -> TurnDriver:
+        return ClaudeTurn(self, link, turn)
 
-    async def _handshake_frame(
-        self, wire: Wire, frame: Frame, request_id: str
-    ) -> tuple[bool, Failure | None]:
-        kind = frame.get("type")
-        if kind == "control_response":
-            response = as_object(frame.get("response"))
-            if response.get("request_id") != request_id:
-                return False, None
-            if response.get("subtype") == "success":
-                return True, None
-            _log.info("Claude run %s: the CLI refused initialize", self.id)
-            return True, Failure("initialize", "protocol")
-        if kind == "control_request":
-            await PermissionDesk.refuse(wire, frame)
-        return False, None
 
-    async def _converse(self, wire: Wire) -> None:
-        """Sends the prompt and reads until the run settles (or is stopped)."""
-        self._stage = "prompt"
-        idle = IdleDeadline(self._config.idle_timeout_seconds)
-        self._gate.idle = idle  # a host callback's wait is the parent's silence, not the CLI's
-        async with anyio.create_task_group() as tg:
-            desk = PermissionDesk(self._gate, wire, tg, asks_host=callable(self._config.permission))
-            tg.start_soon(self._watch_cancel, wire)
-            tg.start_soon(self._watch_idle, wire, idle)
-            with anyio.CancelScope() as read_scope:
-                self._read_scope = read_scope
-                if self._exited.is_set():
-                    read_scope.deadline = anyio.current_time() + OUTCOME_WAIT_SECONDS
+class ClaudeTurn(TurnDriver):
+    """One user message, its frames read inline until its `result`."""
+
+    def __init__(self, child: ClaudeChild, link: ChildLink, turn: Turn) -> None:
+        self._child = child
+        self._link = link
+        self._turn = turn
+        self._max_output = child.config.max_output_bytes
+        self._transcript = Transcript(turn.publish, self._max_output)
+        self._usage: Usage | None = None
+        self._final: str | None = None
+        self._sent = False
+
+    @property
+    def output(self) -> str:
+        return self._final if self._final is not None else self._transcript.output.text
+
+    @property
+    def usage(self) -> Usage | None:
+        return self._usage
+
+    async def run(self) -> None:
+        child, turn = self._child, self._turn
+        wire = child.wire
+        closed: Closed | None = None
+        try:
+            await wire.send(user_message(turn.prompt))
+            # A cancelled write left nothing or a broken pipe behind: only a send that
+            # returned puts a message on the wire, and so a `result` in the CLI's debt.
+            self._sent = True
+            child.results_owed += 1
+            async with anyio.create_task_group() as tg:
+                asks_host = callable(child.config.permission)
+                desk = PermissionDesk(turn.gate, wire, tg, asks_host=asks_host)
                 try:
-                    await wire.send(user_message(self.request.prompt))
-                    while self._result is None:
+                    while not turn.settled:
                         frame = await wire.receive()
-                        idle.touch()
-                        await self._on_frame(frame, wire, desk)
-                except WireClosedError as closed:
-                    if self._result is None:
-                        self._fail(await self._closed_failure(closed.reason, "prompt"))
-                finally:
-                    self._read_scope = None
-            if self._result is None and read_scope.cancelled_caught and self._exited.is_set():
-                self._fail(self._exit_failure("prompt"))
-            tg.cancel_scope.cancel()
+                        self._link.touch()
+                        await self._on_frame(frame, desk)
+                except WireClosedError as error:
+                    closed = error.reason
+                tg.cancel_scope.cancel()
+        except WireClosedError as error:
+            closed = error.reason
+        if closed is not None:
+            raise ChildFailure(await child.closed_failure(self._link, closed, "prompt"))
 
-    async def _watch_cancel(self, wire: Wire) -> None:
-        """A local cancel: settle `aborted` now, then ask the CLI to stop the turn."""
-        await self.request.cancel.wait()
-        if self._result is None:
-            self._settle("aborted", None)
-            await self._interrupt(wire)
+    async def interrupt(self) -> None:
+        """`control_request{subtype: interrupt}`, so the CLI stops working (and retrying)."""
+        wire = self._child.wire
+        if not self._sent or wire.closed is not None:
+            return
+        try:
+            await wire.send(interrupt_request(new_request_id()))
+        except WireClosedError:
+            _log.debug("Claude child: interrupt was not delivered")
 
-    async def _watch_idle(self, wire: Wire, idle: IdleDeadline) -> None:
-        await idle.expired()
-        if self._result is None:
-            _log.info("Claude run %s: no frame within idle_timeout_seconds", self.id)
-            self._fail(Failure("prompt", "timeout"))
-            await self._interrupt(wire)
-
-    async def _interrupt(self, wire: Wire) -> None:
-        self._interrupted = True
-        with anyio.move_on_after(_INTERRUPT_SECONDS):
-            try:
-                await wire.send(interrupt_request(new_request_id()))
-            except WireClosedError:
-                _log.debug("Claude run %s: interrupt was not delivered", self.id)
-
-    async def _on_frame(self, frame: Frame, wire: Wire, desk: PermissionDesk) -> None:
+    async def _on_frame(self, frame: Frame, desk: PermissionDesk) -> None:
         kind = frame.get("type")
+        child = self._child
+        if kind == "result":
+            # Before any await: a cancel must not lose the count.
+            child.results_owed = max(0, child.results_owed - 1)
+            if child.results_owed == 0:
+                self._on_result(frame)
+            return
+        if child.results_owed > 1:
+            # An earlier, interrupted turn is still ending: none of this is ours.
+            if kind == "control_request":
+                await PermissionDesk.refuse(child.wire, frame)
+            return
         transcript = self._transcript
         if kind == "stream_event":
             transcript.on_stream_event(frame)
         elif kind == "assistant":
             transcript.on_assistant(frame)
-            if is_auth_signal(frame.get("error"), frame.get("api_error_status")):
-                await self._authentication_failed(wire)
+            self._check_auth(frame.get("error"), frame.get("api_error_status"))
         elif kind == "user":
             transcript.on_user(frame)
         elif kind == "system":
-            if frame.get("subtype") == "api_retry" and is_auth_signal(
-                frame.get("error"), frame.get("error_status")
-            ):
-                await self._authentication_failed(wire)
+            if frame.get("subtype") == "api_retry":
+                self._check_auth(frame.get("error"), frame.get("error_status"))
         elif kind == "control_request":
             await desk.handle(frame)
         elif kind == "control_cancel_request":
             desk.cancel(frame.get("request_id"))
-        elif kind == "result":
-            self._on_result(frame)
 
-    async def _authentication_failed(self, wire: Wire) -> None:
-        """The first 401/403 settles the run: the CLI's retries would only delay it."""
-        self._fail(Failure("prompt", "authentication"))
-        await self._interrupt(wire)
+    def _check_auth(self, error: object, status: object) -> None:
+        """The first 401/403 settles the turn: the CLI's retries would only delay it."""
+        if is_auth_signal(error, status):
+            self._turn.fail(Failure("prompt", "authentication"))
 
     def _on_result(self, frame: Frame) -> None:
+        self.finished = True
+        turn = self._turn
         usage, event = result_usage(frame)
         if usage is not None:
             self._usage = usage
         if event is not None:
-            self._buffer.publish(event)
-        mapped = map_result(frame, self._transcript.last_error, interrupted=self._interrupted)
-        if mapped.stop_reason == "completed":
-            mapped = self._completed_output(frame, mapped)
-        self._settle_mapped(mapped)
+            turn.publish(event)
+        asked = turn.cancel.cancelled or turn.stop_requested
+        stop_reason, failure = map_result(frame, self._transcript.last_error, interrupted=asked)
+        if stop_reason == "completed":
+            stop_reason, failure = self._completed_output(frame)
+        if stop_reason == "aborted" and failure is None:
+            turn.abort()
+        else:
+            turn.settle(stop_reason, failure)
 
-    def _completed_output(self, frame: Frame, mapped: Mapped) -> Mapped:
-        """The answer of a completed run; with a schema, its validated structured output."""
-        bounded = BoundedText(self._config.max_output_bytes)
-        schema = self._schema
+    def _completed_output(self, frame: Frame) -> tuple[StopReason, Failure | None]:
+        """The answer of a completed turn; with a schema, its validated structured output."""
+        bounded = BoundedText(self._max_output)
+        schema = self._turn.output_schema
         if schema is None:
             text = frame.get("result")
             if isinstance(text, str):
                 bounded.add(text)
                 self._final = bounded.text
-            return mapped
+            return "completed", None
         value: object = frame.get("structured_output")
         try:
             if value is None:
                 raise StructuredOutputError("no structured output")
             text = json.dumps(value, ensure_ascii=False)
-            self._structured = parse_structured_output(schema, text)
+            self.structured_output = parse_structured_output(schema, text)
         except (StructuredOutputError, TypeError, ValueError):
-            _log.info("Claude run %s: no structured output that validates", self.id)
-            return Mapped("error", Failure("prompt", "output-schema"))
+            _log.info("Claude child: no structured output that validates")
+            return "error", Failure("prompt", "output-schema")
         bounded.add(text)
         self._final = bounded.text
-        return mapped
-
-    async def _teardown(self, proc: ManagedProcess) -> bool:
-        """The managed ladder; keeps stdout drained so a child blocked on it can exit."""
-        config = self._config
-        gone = False
-        with anyio.CancelScope(shield=True):
-            async with anyio.create_task_group() as tg:
-                if proc.stdout is not None:
-                    tg.start_soon(_discard, proc.stdout)
-                gone = await proc.terminate(
-                    config.dispose_eof_grace_seconds,
-                    config.dispose_grace_seconds,
-                    config.dispose_kill_grace_seconds,
-                )
-                tg.cancel_scope.cancel()
-        if not gone:
-            _log.warning("Claude run %s: the process tree is not confirmed gone", self.id)
-        return gone
-
-
-async def _discard(stream: anyio.abc.ByteReceiveStream) -> None:
-    """Reads and drops whatever the child still writes."""
-    try:
-        while True:
-            await stream.receive(65536)
-    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        return
+        return "completed", None

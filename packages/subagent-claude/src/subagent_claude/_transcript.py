@@ -1,4 +1,4 @@
-"""What the CLI's stream says, as events, the run's text and its usage.
+"""What the CLI's stream says during a turn, as events, the turn's text and its usage.
 
 Text arrives twice: as `stream_event` deltas (asked for with `--include-partial-messages`) and
 again whole in the `assistant` message. The deltas are what a cancelled run keeps, so they are
@@ -29,7 +29,7 @@ from ._facts import tool_kind_of
 from ._wire import Frame, as_list, as_object
 
 MAX_TRACKED_IDS: Final = 1024
-"""Message and tool-call ids remembered per run (oldest forgotten first)."""
+"""Message and tool-call ids remembered per turn (oldest forgotten first)."""
 
 
 def _count(value: object) -> int | None:
@@ -56,7 +56,7 @@ class _Recent:
 
 
 class Transcript:
-    """One run's view of the stream."""
+    """One turn's view of the stream."""
 
     def __init__(self, publish: Callable[[SubagentEvent], None], max_output_bytes: int) -> None:
         self._publish = publish

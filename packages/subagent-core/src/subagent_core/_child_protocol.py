@@ -17,6 +17,7 @@ import anyio
 import anyio.abc
 
 from ._command import ChildCommand
+from ._diagnostics import FailureCategory
 from ._errors import ChildKind
 from ._failure import Failure
 from ._process import ManagedProcess, ProcessOutcome, StderrMode
@@ -50,12 +51,17 @@ class ChildLink:
         current_turn: Callable[[], Turn | None],
         proc: ManagedProcess,
         services: anyio.abc.TaskGroup,
+        *,
+        exit_category: FailureCategory = "process-exit",
     ) -> None:
         self._current_turn = current_turn
         self.proc = proc
         self._services = services
+        self._exit_category: FailureCategory = exit_category
         self.stage = "initialize"
         """The provider's current handshake stage: a startup timeout or exit names it."""
+        self.eof_sent_at: float | None = None
+        """When `close_stdin` sent EOF: the ladder's EOF grace counts from there."""
         self._exit_seen = anyio.Event()
 
     def start_soon(self, function: Callable[..., Coroutine[Any, Any, Any]], *args: object) -> None:
@@ -91,8 +97,16 @@ class ChildLink:
         return self.exited
 
     def exit_failure(self, stage: str) -> Failure:
-        """`process-exit` at `stage` with the observed outcome (`process` for a turn's)."""
-        return Failure(stage, "process-exit", outcome=self.proc.outcome)
+        """The protocol's exit category (`process-exit` unless it names another) at `stage`,
+        with the observed outcome (a turn's stage is the protocol's `exit_stage`)."""
+        return Failure(stage, self._exit_category, outcome=self.proc.outcome)
+
+    async def close_stdin(self) -> None:
+        """Sends EOF as part of a goodbye (one that asks the child to exit and closes stdin
+        right behind it); the ladder's EOF grace then runs from here, not again in full."""
+        if self.eof_sent_at is None:
+            self.eof_sent_at = anyio.current_time()
+        await self.proc.close_stdin()
 
 
 class ChildProtocol(abc.ABC):
@@ -105,7 +119,21 @@ class ChildProtocol(abc.ABC):
     kind: ChildKind
     stderr: StderrMode | ChildStderr = "devnull"
     turn_stage: str = "prompt"
-    """The stage a turn's failures name (a process exit during a turn is `process`)."""
+    """The stage a turn's failures name (a process exit during a turn is `exit_stage`)."""
+
+    # The shared vocabulary of the lifecycle's own failures; a protocol whose closed facts
+    # name them otherwise (the SDK's) says so here.
+    spawn_failure: Failure = Failure("process", "process-start")
+    """A command that cannot be spawned (a workspace gone since it was checked is always
+    `initialize` / `configuration`)."""
+    exit_stage: str = "process"
+    """The stage of a process exit during a turn."""
+    exit_category: FailureCategory = "process-exit"
+    """The category of a process exit (at any stage, with the observed figures)."""
+    teardown_stage: str = "teardown"
+    """The stage of the line reported when the tree is not confirmed gone."""
+    close_seconds: float = CLOSE_SECONDS
+    """Bound on `close_child` (a protocol whose goodbye has a configured bound sets it)."""
 
     @abc.abstractmethod
     def command(self) -> ChildCommand:

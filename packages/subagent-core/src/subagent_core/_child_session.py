@@ -32,7 +32,6 @@ import anyio.abc
 
 from ._cancel import CancelSignal
 from ._child_protocol import (
-    CLOSE_SECONDS,
     INTERRUPT_SECONDS,
     OUTCOME_WAIT_SECONDS,
     ChildFailure,
@@ -82,7 +81,7 @@ class ChildSession:
         self._dispose_bound = (
             2 * teardown.total_seconds
             + INTERRUPT_SECONDS
-            + CLOSE_SECONDS
+            + protocol.close_seconds
             + extra_dispose_seconds
             + 4.0
         )
@@ -220,7 +219,8 @@ class ChildSession:
                 else:
                     self._log.warning("%s child: teardown did not finish in time", self.provider)
                     outcome = None if self._proc is None else self._proc.outcome
-                    self._dispose_text = teardown_line(self.provider, outcome)
+                    stage = self._protocol.teardown_stage
+                    self._dispose_text = teardown_line(self.provider, outcome, stage)
             return self._dispose_text
 
     def _interrupt_current(self) -> None:
@@ -280,7 +280,7 @@ class ChildSession:
             failure = (
                 Failure("initialize", "configuration")
                 if error.reason == "bad-cwd"
-                else Failure("process", "process-start")
+                else self._protocol.spawn_failure
             )
             self._fail_start(failure, None, error)
         finally:
@@ -332,7 +332,12 @@ class ChildSession:
         cancelled = False
         gone = False
         async with anyio.create_task_group() as services:
-            link = self._link = ChildLink(lambda: self.current_turn, proc, services)
+            link = self._link = ChildLink(
+                lambda: self.current_turn,
+                proc,
+                services,
+                exit_category=self._protocol.exit_category,
+            )
             services.start_soon(self._watch_exit, link)
             try:
                 failure, cause, cancelled = await self._open_child(link)
@@ -342,11 +347,12 @@ class ChildSession:
             finally:
                 with anyio.CancelScope(shield=True):
                     if self._ready.is_set() and self._start_error is None and not link.exited:
-                        with anyio.move_on_after(CLOSE_SECONDS):
+                        with anyio.move_on_after(self._protocol.close_seconds):
                             await self._protocol.close_child(link)
-                    gone = await self._end(proc)
+                    gone = await self._end(link)
                 services.cancel_scope.cancel()
-        cleanup = None if gone else teardown_line(self.provider, proc.outcome)
+        stage = self._protocol.teardown_stage
+        cleanup = None if gone else teardown_line(self.provider, proc.outcome, stage)
         if not self._ready.is_set():
             self._fail_start(failure, cleanup, cause, cancelled=cancelled)
         else:
@@ -411,7 +417,7 @@ class ChildSession:
         if turn.settled:
             return  # disposed before it began
         if link.exited:
-            turn.fail(link.exit_failure("process"))
+            turn.fail(link.exit_failure(self._protocol.exit_stage))
             return
         driver = self._protocol.begin_turn(link, turn)
         turn.driver = driver
@@ -436,7 +442,7 @@ class ChildSession:
                 self._log.info("%s child: silent past idle_timeout_seconds", self.provider)
                 turn.fail(Failure(stage, "timeout"))
             elif link.exited:
-                turn.fail(link.exit_failure("process"))
+                turn.fail(link.exit_failure(self._protocol.exit_stage))
             else:
                 self._log.warning("%s child: the turn ended unsettled", self.provider)
                 turn.fail(Failure(stage, "unknown"))
@@ -450,15 +456,22 @@ class ChildSession:
         if self._call_scope is not None:
             self._call_scope.cancel()
 
-    async def _end(self, proc: ManagedProcess) -> bool:
-        """The managed ladder; keeps stdout drained so a child blocked on it can exit."""
+    async def _end(self, link: ChildLink) -> bool:
+        """The managed ladder; keeps stdout drained so a child blocked on it can exit.
+
+        An EOF the goodbye already sent (`ChildLink.close_stdin`) has had part of its grace.
+        """
+        proc = link.proc
         gone = False
         async with anyio.create_task_group() as tg:
             if not self._protocol.reading() and proc.stdout is not None:
                 tg.start_soon(_discard, proc.stdout)
             teardown = self._teardown
+            eof_grace = teardown.eof_grace_seconds
+            if link.eof_sent_at is not None:
+                eof_grace = max(0.0, eof_grace - (anyio.current_time() - link.eof_sent_at))
             gone = await proc.terminate(
-                teardown.eof_grace_seconds,
+                eof_grace,
                 teardown.term_grace_seconds,
                 teardown.kill_grace_seconds,
             )

@@ -72,6 +72,7 @@ def result_diagnostic(
     return permission
 
 
-def teardown_line(provider: str, outcome: ProcessOutcome | None) -> str:
-    """The line reported when the tree is not confirmed gone after the SIGKILL wait."""
-    return Failure("teardown", "unknown", outcome=outcome).line(provider)
+def teardown_line(provider: str, outcome: ProcessOutcome | None, stage: str = "teardown") -> str:
+    """The line reported when the tree is not confirmed gone after the SIGKILL wait (`stage`
+    is the provider's name for its teardown: the SDK's is `shutdown`)."""
+    return Failure(stage, "unknown", outcome=outcome).line(provider)

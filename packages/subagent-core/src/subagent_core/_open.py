@@ -3,12 +3,16 @@
 An argv runs on this host (`_process.open_local`); a `ChildCommand` with a `remote` placement
 is opened by that placement (`_placement.Placement`), which hands back the same
 `ManagedProcess` shape, so no caller knows where its child runs.
+
+`stderr=ChildStderr(...)` gives the child a pipe that this block drains for its whole life
+(`_stderr_log`): the drain starts with the block and ends after the ladder, before the pipe is
+released, so a child's last words reach its log and a flood never blocks it.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import IO
 
@@ -23,6 +27,7 @@ from ._process import (
     StdoutMode,
     open_local,
 )
+from ._stderr_log import ChildStderr, StderrDrain
 
 
 @asynccontextmanager
@@ -33,7 +38,7 @@ async def open_managed_process(
     env: Mapping[str, str] | None = None,
     stdin: StdinMode = "pipe",
     stdout: StdoutMode = "pipe",
-    stderr: StderrMode | int | IO[bytes] = "inherit",
+    stderr: StderrMode | int | IO[bytes] | ChildStderr = "inherit",
     eof_grace_seconds: float = DEFAULT_EOF_GRACE_SECONDS,
     term_grace_seconds: float = DEFAULT_TERM_GRACE_SECONDS,
     kill_grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS,
@@ -47,6 +52,10 @@ async def open_managed_process(
     `terminate` already confirmed the tree gone) and closes the pipes. A cancel that lands
     while the child is being started still ends its whole tree before it propagates.
 
+    `stderr` is a mode, a descriptor or file, or a `ChildStderr`: then the block owns the
+    child's stderr pipe (`proc.stderr` is not the caller's to read) and drains it into a
+    bounded log, or nowhere, until the process is gone.
+
     Raises:
         SpawnError: missing program, not executable, or bad cwd; raised before anything runs.
     """
@@ -55,23 +64,37 @@ async def open_managed_process(
         "term_grace_seconds": term_grace_seconds,
         "kill_grace_seconds": kill_grace_seconds,
     }
-    if isinstance(argv, ChildCommand):
-        if argv.remote is not None:
-            async with argv.remote.open(
-                argv.argv,
-                env=argv.env,
-                cwd=argv.cwd,
-                stdin=stdin,
-                stdout=stdout,
-                stderr=stderr,
-                **graces,
-            ) as placed:
-                yield placed
+    sink = stderr if isinstance(stderr, ChildStderr) else None
+    mode = "pipe" if isinstance(stderr, ChildStderr) else stderr
+    opened: AbstractAsyncContextManager[ManagedProcess]
+    if isinstance(argv, ChildCommand) and argv.remote is not None:
+        opened = argv.remote.open(
+            argv.argv,
+            env=argv.env,
+            cwd=argv.cwd,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=mode,
+            **graces,
+        )
+    else:
+        if isinstance(argv, ChildCommand):
+            cwd = argv.cwd if cwd is None else cwd
+            env = argv.environment() if env is None else env
+            argv = argv.argv
+        opened = open_local(
+            argv, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=mode, **graces
+        )
+    async with opened as managed:
+        if sink is None:
+            yield managed
             return
-        cwd = argv.cwd if cwd is None else cwd
-        env = argv.environment() if env is None else env
-        argv = argv.argv
-    async with open_local(
-        argv, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr, **graces
-    ) as managed:
-        yield managed
+        # No await between the spawn and the drain: from here the pipe is always read.
+        drain = StderrDrain.start(managed.stderr, sink.open_log())
+        try:
+            yield managed
+        finally:
+            # The ladder runs here rather than on leaving `opened` (where it is then a no-op),
+            # so the drain can take the pipe's last bytes before the pipe is released.
+            gone = await managed.terminate(**graces)
+            await drain.aclose(writers_gone=gone)

@@ -168,6 +168,12 @@ class Turn:
             result_diagnostic(self.provider, stop_reason, failure, gate.line, gate.refused),
         )
 
+    def settle_quietly(self, stop_reason: StopReason) -> None:
+        """Settles from a remote end whose stop reason says all there is to say: no failure
+        line, even for `error` (the SDK's `interrupted`); the permission line alone, as for
+        `max-tokens`."""
+        self._settle(stop_reason, self.gate.line)
+
     def complete(self) -> None:
         """Settles `completed` (the latest refused permission stays visible)."""
         self.settle("completed")

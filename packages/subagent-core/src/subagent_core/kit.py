@@ -85,6 +85,10 @@ from ._session import ChildTurns as ChildTurns
 from ._session import SessionProvider as SessionProvider
 from ._session import session_workspace as session_workspace
 from ._session_store import SessionSlot as SessionSlot
+from ._stderr_log import DEFAULT_CHILD_STDERR_BYTES as DEFAULT_CHILD_STDERR_BYTES
+from ._stderr_log import ChildStderr as ChildStderr
+from ._stderr_log import StderrLog as StderrLog
+from ._stderr_log import drain_stderr as drain_stderr
 from ._stdio import open_stdio_streams as open_stdio_streams
 from ._structured import StructuredOutputError as StructuredOutputError
 from ._structured import parse_structured_output as parse_structured_output
@@ -103,6 +107,7 @@ __all__ = [
     "ACP_TOOL_KINDS",
     "ALLOW_KINDS",
     "CLOSE_SECONDS",
+    "DEFAULT_CHILD_STDERR_BYTES",
     "DEFAULT_EVENT_CAPACITY",
     "DEFAULT_IDLE_TIMEOUT_SECONDS",
     "DEFAULT_MAX_FRAME_BYTES",
@@ -123,6 +128,7 @@ __all__ = [
     "ChildLink",
     "ChildProtocol",
     "ChildSession",
+    "ChildStderr",
     "ChildTurns",
     "ClosableProvider",
     "EventBuffer",
@@ -139,6 +145,7 @@ __all__ = [
     "SessionProvider",
     "SessionSlot",
     "SpawnError",
+    "StderrLog",
     "StructuredOutputError",
     "Teardown",
     "Turn",
@@ -153,6 +160,7 @@ __all__ = [
     "compose_start_error",
     "configuration_start_error",
     "drain_ended",
+    "drain_stderr",
     "enterable_directory",
     "failure_line",
     "fixed_policy",

@@ -114,6 +114,17 @@ ShowThinkingOption = Annotated[
     bool,
     typer.Option("--show-thinking", help="Show the model's reasoning as it streams (dimmed)."),
 ]
+ChildStderrOption = Annotated[
+    bool,
+    typer.Option(
+        "--child-stderr",
+        help=(
+            "Also show each child's own stderr here as it arrives (for a person at a terminal: "
+            "it is the child's text), and name its log directory at the end. Without it, it "
+            "only goes to a bounded log under the harness state directory."
+        ),
+    ),
+]
 
 
 def workspace_path(workspace: Path | None) -> Path:

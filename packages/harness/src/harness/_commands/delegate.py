@@ -11,6 +11,7 @@ import typer
 from ._options import (
     ApproveChoice,
     BaseURLOption,
+    ChildStderrOption,
     ConfigOption,
     FileSystemChoice,
     JSONOption,
@@ -120,6 +121,7 @@ def delegate(
             help="A JSON Schema file: the answer must be JSON valid against it (printed as JSON).",
         ),
     ] = None,
+    child_stderr: ChildStderrOption = False,
 ) -> None:
     """Run one child through a configured provider and print its result.
 
@@ -148,6 +150,7 @@ def delegate(
             show_thinking=show_thinking,
             strict=strict,
             output_schema=None if output_schema is None else read_schema(output_schema),
+            child_stderr=child_stderr,
         ),
         acp=ACPOverrides(
             permission=None if permission is None else permission.value,

@@ -12,6 +12,7 @@ from harness._exit import UsageError
 
 from ._options import (
     BaseURLOption,
+    ChildStderrOption,
     ConfigOption,
     JSONOption,
     ModelOption,
@@ -89,6 +90,7 @@ def fanout(
     model: ModelOption = None,
     base_url: BaseURLOption = None,
     json: JSONOption = False,
+    child_stderr: ChildStderrOption = False,
 ) -> None:
     """Run the same task on several agents at once, each in its own worktree, and compare.
 
@@ -121,6 +123,7 @@ def fanout(
             timeout_seconds=timeout,
             patch_dir=None if patches is None else patches.resolve(),
             json=json,
+            child_stderr=child_stderr,
         ),
     )
     raise typer.Exit(code)
