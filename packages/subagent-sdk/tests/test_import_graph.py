@@ -10,7 +10,7 @@ from subagent_core.testing import find_cycle, import_graph
 
 def test_subagent_sdk_has_no_import_cycle() -> None:
     graph = import_graph(Path(subagent_sdk.__file__).parent, "subagent_sdk")
-    assert "subagent_sdk._client" in graph["subagent_sdk._provider"]
+    assert "subagent_sdk._run" in graph["subagent_sdk._provider"]
     assert find_cycle(graph) is None
 
 

@@ -245,26 +245,6 @@ async def test_a_failed_shutdown_request_then_a_confirmed_ladder_is_only_logged(
     assert "SDK shutdown request failed (runtime gone: True)" in caplog.text
 
 
-async def test_cancel_during_initialize_is_a_start_error_after_rollback(
-    provider: Provider, tmp_path: Path
-) -> None:
-    ready = tmp_path / "ready"
-    sdk = provider(FakeScript(hang_at="initialize", ready_file=str(ready)))
-    request = SubagentRequest(prompt="p", cwd=tmp_path)
-    errors: list[SubagentStartError] = []
-
-    async def start() -> None:
-        errors.append(await start_error(sdk, request))
-
-    with anyio.fail_after(30):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(start)
-            await wait_for_file(ready)
-            request.cancel.cancel()
-    assert str(errors[0]) == ABORTED_TEXT
-    assert errors[0].diagnostic is None
-
-
 async def test_pre_cancelled_request_spawns_nothing(tmp_path: Path) -> None:
     sentinel = tmp_path / "spawned"
     sdk = SDKProvider(SDKConfig(command="/bin/sh", args=["-c", f"touch {sentinel}"], cwd=tmp_path))
@@ -286,12 +266,6 @@ async def test_exit_before_initialize_is_a_transport_start_error_with_the_exit_c
     assert secret not in str(error)
     assert secret in caplog.text
     assert secret in str(error.__cause__)
-
-
-async def test_spawn_failure_is_initialize_transport_without_figures(tmp_path: Path) -> None:
-    sdk = SDKProvider(SDKConfig(command=str(tmp_path / "no-such-runtime"), cwd=tmp_path))
-    error = await start_error(sdk, SubagentRequest(prompt="p"))
-    assert error.diagnostic == line("initialize", "transport")
 
 
 async def test_initialize_failures_are_protocol(

@@ -23,11 +23,11 @@ from ._errors import RequestTimeoutError as RequestTimeoutError
 from ._errors import SDKError as SDKError
 from ._errors import SDKProtocolError as SDKProtocolError
 from ._errors import TransportClosedError as TransportClosedError
+from ._facts import error_category as error_category
+from ._facts import turn_end_result as turn_end_result
 from ._framing import Notification as Notification
-from ._mapping import error_category as error_category
-from ._mapping import turn_end_result as turn_end_result
 from ._provider import SDKProvider as SDKProvider
-from ._provider import new_session_id as new_session_id
+from ._run import new_session_id as new_session_id
 from ._subscriptions import NotificationFilter as NotificationFilter
 from ._subscriptions import Subscription as Subscription
 from ._transcript import RunTranscript as RunTranscript

@@ -8,7 +8,6 @@ as everywhere else.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +20,11 @@ from subagent_core.kit import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_STARTUP_TIMEOUT_SECONDS,
     ChildCommand,
+    Teardown,
     check_timeout,
 )
 
-from ._client import DEFAULT_WRITE_TIMEOUT_SECONDS
+from ._connection import DEFAULT_WRITE_TIMEOUT_SECONDS
 
 DEFAULT_PROVIDER_NAME: Final = "dsh-sdk"
 
@@ -120,14 +120,17 @@ class SDKConfig:
         tokens = cast(object, self.max_tokens)
         if tokens is not None and not _positive_int(tokens):
             raise _reject("max_tokens", "must be a positive int or None")
-        for key in (
-            "shutdown_timeout_seconds",
-            "dispose_eof_grace_seconds",
-            "dispose_grace_seconds",
-            "dispose_kill_grace_seconds",
-            "write_timeout_seconds",
-        ):
+        for key in ("shutdown_timeout_seconds", "write_timeout_seconds"):
             object.__setattr__(self, key, _positive_seconds(key, getattr(self, key)))
+        teardown = Teardown.checked(
+            "SDKConfig",
+            self.dispose_eof_grace_seconds,
+            self.dispose_grace_seconds,
+            self.dispose_kill_grace_seconds,
+        )
+        object.__setattr__(self, "dispose_eof_grace_seconds", teardown.eof_grace_seconds)
+        object.__setattr__(self, "dispose_grace_seconds", teardown.term_grace_seconds)
+        object.__setattr__(self, "dispose_kill_grace_seconds", teardown.kill_grace_seconds)
         for key in ("startup_timeout_seconds", "idle_timeout_seconds"):
             value = check_timeout(getattr(self, key), owner="SDKConfig", name=key)
             object.__setattr__(self, key, value)
@@ -141,6 +144,15 @@ class SDKConfig:
             and 0 <= prewarm <= MAX_PREWARM
         ):
             raise _reject("prewarm", f"must be an int from 0 to {MAX_PREWARM}")
+
+    @property
+    def teardown(self) -> Teardown:
+        """The three graces of the ladder as one value."""
+        return Teardown(
+            self.dispose_eof_grace_seconds,
+            self.dispose_grace_seconds,
+            self.dispose_kill_grace_seconds,
+        )
 
     @property
     def child_command(self) -> ChildCommand:
@@ -166,20 +178,3 @@ class SDKConfig:
 def _positive_int(value: object) -> bool:
     """True for an int above zero (a bool is not an int here)."""
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def usable_cwd(config_cwd: Path | str | None, request_cwd: Path | None) -> Path | None:
-    """The workspace a run uses: the config's, else the request's (which must be absolute).
-
-    `None` when there is none or it is not an enterable directory; the harness's own cwd is
-    never used as a fallback.
-    """
-    if config_cwd is not None:
-        candidate = Path(config_cwd)
-    elif request_cwd is not None and Path(request_cwd).is_absolute():
-        candidate = Path(request_cwd)
-    else:
-        return None
-    if not candidate.is_dir() or not os.access(candidate, os.X_OK):
-        return None
-    return candidate

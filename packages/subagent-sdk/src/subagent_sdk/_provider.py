@@ -1,78 +1,24 @@
 """`SDKProvider`: each run is a fresh SDK runtime, one fresh session and one prompt.
 
-With `prewarm > 0` the fresh runtime usually comes from the provider's warm pool (spawned and
-past `initialize` in the background, used for exactly one run); otherwise, or when none is
-ready for the run's cwd, it is started cold.
-
-Start: pre-cancel spawns nothing; the workspace is resolved before any spawn; spawn and
-`initialize` run inside the cancel signal's scope; any failure rolls the runtime back before the
-start error is raised. A published run prompts at once (its driver is one `OwnedTask`, also
-inside the signal's scope) and settles from the root session's last turn end; a local cancel
-settles `aborted` at once and `dispose()` closes the client.
+The run's lifecycle is the kit's `ChildSession` with one turn over the protocol in `_run`. With
+`prewarm > 0` the runtime usually comes from the provider's warm pool (spawned and past
+`initialize` in the background, used for exactly one run; the session adopts it); otherwise, or
+when none is ready for the run's cwd, the session spawns it cold.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import uuid
-from dataclasses import replace
 from pathlib import Path
 
-import anyio
-from subagent_core import (
-    NO_CAPABILITIES,
-    Capabilities,
-    SubagentRequest,
-    SubagentResult,
-    SubagentRun,
-)
-from subagent_core.kit import (
-    AsyncClosing,
-    EventBuffer,
-    IdleDeadline,
-    OwnedTask,
-    compose_start_error,
-    failure_line,
-    new_run_id,
-)
+from subagent_core import NO_CAPABILITIES, Capabilities, SubagentRequest, SubagentRun
+from subagent_core.kit import AsyncClosing, ChildSession, compose_start_error, start_preamble
 
-from ._client import OUTCOME_WAIT_SECONDS, SDKClient
-from ._config import SDKConfig, usable_cwd
-from ._errors import TransportClosedError
-from ._mapping import error_category, turn_end_result
-from ._pool import WarmPool
-from ._transcript import RunTranscript
+from ._config import SDKConfig
+from ._pool import WarmPool, WarmRuntime
+from ._run import SDKChild
 
 _log = logging.getLogger("subagent_sdk")
-
-
-def new_session_id() -> str:
-    """`session-` followed by 32 lowercase hex characters."""
-    return "session-" + uuid.uuid4().hex
-
-
-async def _failure_line(provider: str, stage: str, error: BaseException, client: SDKClient) -> str:
-    """The safe line for an error at a stage: class only, plus observed exit facts."""
-    category = error_category(error)
-    if isinstance(error, TransportClosedError):
-        outcome = await client.wait_outcome(OUTCOME_WAIT_SECONDS)
-        if outcome is not None:
-            return failure_line(
-                provider, stage, category, exit_code=outcome.exit_code, signal=outcome.signal
-            )
-    return failure_line(provider, stage, category)
-
-
-def _shutdown_line(provider: str, client: SDKClient) -> str:
-    outcome = client.outcome
-    return failure_line(
-        provider,
-        "shutdown",
-        "unknown",
-        exit_code=None if outcome is None else outcome.exit_code,
-        signal=None if outcome is None else outcome.signal,
-    )
 
 
 class SDKProvider(AsyncClosing):
@@ -80,15 +26,7 @@ class SDKProvider(AsyncClosing):
 
     def __init__(self, config: SDKConfig) -> None:
         self._config = config
-        self._pool = (
-            WarmPool(
-                config.prewarm,
-                self._spawn_ready,
-                cwd=None if config.cwd is None else Path(config.cwd),
-            )
-            if config.prewarm > 0
-            else None
-        )
+        self._pool = WarmPool(config, config.prewarm) if config.prewarm > 0 else None
 
     @property
     def name(self) -> str:
@@ -106,51 +44,6 @@ class SDKProvider(AsyncClosing):
     @property
     def inherits_parent_context(self) -> bool:
         return False
-
-    def _client(self, cwd: Path) -> SDKClient:
-        config = self._config
-        # With `remote`, the placement opens the runtime in `cwd` where it runs.
-        command = replace(config.child_command, cwd=cwd)
-        return SDKClient(
-            command.command,
-            command.args,
-            cwd=command.cwd,
-            env=command.environment(),
-            max_frame_bytes=config.max_frame_bytes,
-            write_timeout_seconds=config.write_timeout_seconds,
-            shutdown_timeout_seconds=config.shutdown_timeout_seconds,
-            eof_grace_seconds=config.dispose_eof_grace_seconds,
-            term_grace_seconds=config.dispose_grace_seconds,
-            kill_grace_seconds=config.dispose_kill_grace_seconds,
-            placed=command if command.remote is not None else None,
-        )
-
-    async def _start_client(self, client: SDKClient, cwd: Path) -> None:
-        """Starts `client` and takes it past `initialize` for `cwd` (warm and cold alike)."""
-        config = self._config
-        startup = config.startup_timeout_seconds
-        deadline = math.inf if startup is None else anyio.current_time() + startup
-        await client.start()
-        # What the spawn left of the startup bound; an expiry is `RequestTimeoutError`.
-        remaining = None if startup is None else max(0.001, deadline - anyio.current_time())
-        await client.initialize(
-            cwd=str(cwd),
-            provider=config.provider,
-            model=config.model,
-            max_tokens=config.max_tokens,
-            timeout_seconds=remaining,
-        )
-
-    async def _spawn_ready(self, cwd: Path) -> SDKClient:
-        """A runtime for `cwd`, started and past `initialize`; nothing is left when it raises."""
-        client = self._client(cwd)
-        try:
-            await self._start_client(client, cwd)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await client.close()
-            raise
-        return client
 
     @property
     def warm_count(self) -> int:
@@ -178,183 +71,58 @@ class SDKProvider(AsyncClosing):
         if self._pool is not None:
             await self._pool.aclose()
 
-    async def _take_warm(self, cwd: Path, request: SubagentRequest) -> SDKClient | None:
-        """A warm runtime for `cwd`, if one is ready.
-
-        Raises:
-            SubagentStartError: cancelled while taking it (it is closed first).
-        """
-        if self._pool is None:
-            return None
-        client: SDKClient | None = None
-        with request.cancel.cancel_scope():
-            client = await self._pool.take(cwd)
-        if request.cancel.cancelled:
-            if client is not None:
-                await client.close()
-            raise compose_start_error("SDK", cancelled=True, startup_line=None, cleanup_line=None)
-        return client
-
     async def start(self, request: SubagentRequest) -> SubagentRun:
         """Takes a warm runtime or spawns one and completes `initialize`; publishes the run.
 
+        The prompt goes out as soon as the run is published.
+
         Raises:
             SubagentStartError: cancelled, no usable workspace, or the runtime failed to start
-                or answer `initialize`; the runtime is rolled back first.
+                or answer `initialize`; the runtime's tree is gone first.
         """
         config = self._config
-        if request.cancel.cancelled:
-            raise compose_start_error("SDK", cancelled=True, startup_line=None, cleanup_line=None)
-        cwd = usable_cwd(config.cwd, request.cwd)
-        if cwd is None:
-            raise compose_start_error(
-                "SDK",
-                cancelled=False,
-                startup_line=failure_line(self.name, "initialize", "configuration"),
-                cleanup_line=None,
-            )
+        configured = None if config.cwd is None else Path(config.cwd)
+        cwd = start_preamble("SDK", config.provider_name, request, configured)
         warm = await self._take_warm(cwd, request)
-        if warm is not None:
+        child = SDKChild(config, cwd, warm=None if warm is None else warm.connection)
+        session = self.new_session(child)
+        turn = session.begin_turn(request.prompt, cancel=request.cancel, budget=request.budget)
+        if warm is None:
+            await session.open(request.cancel)
+        else:
             _log.debug("an SDK run starts on a warm runtime")
-            return _SDKRun(self.name, warm, request, config)
-        client = self._client(cwd)
-        failure: Exception | None = None
-        startup_line: str | None = None
-        cancelled = False
-        try:
-            with request.cancel.cancel_scope():
-                try:
-                    await self._start_client(client, cwd)
-                except Exception as error:
-                    failure = error
-                    # A cancel requested before the failure was classified wins.
-                    cancelled = request.cancel.cancelled
-            if failure is None and request.cancel.cancelled:
-                cancelled = True
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await client.close()
-            raise
-        if failure is not None or cancelled:
-            if failure is not None:
-                _log.debug("SDK runtime failed to start: %r", failure)
-                if not cancelled:
-                    with anyio.CancelScope(shield=True):
-                        startup_line = await _failure_line(self.name, "initialize", failure, client)
-            gone = await client.close()
-            raise compose_start_error(
-                "SDK",
-                cancelled=cancelled,
-                startup_line=startup_line,
-                cleanup_line=None if gone else _shutdown_line(self.name, client),
-            ) from failure
-        return _SDKRun(self.name, client, request, config)
+            await warm.hand_over(session, request.cancel)
+        return session.run_of(turn, ends_session=True)
 
+    async def _take_warm(self, cwd: Path, request: SubagentRequest) -> WarmRuntime | None:
+        """A warm runtime for `cwd`, if one is ready.
 
-class _SDKRun(SubagentRun):
-    """One published runtime: its driver prompts and collects; `dispose()` closes it."""
-
-    def __init__(
-        self, provider: str, client: SDKClient, request: SubagentRequest, config: SDKConfig
-    ) -> None:
-        self.id = new_run_id()
-        self._provider = provider
-        self._client = client
-        self._request = request
-        self._buffer = EventBuffer()
-        self._events = self._buffer
-        # A fresh session only this run prompts: a receipt for another message cannot be ours.
-        self._transcript = RunTranscript(
-            new_session_id(),
-            max_output_bytes=config.max_output_bytes,
-            sole_prompt=True,
-            on_event=self._buffer.publish,
-        )
-        self._settled = anyio.Event()
-        self._result: SubagentResult | None = None
-        self._dispose_lock = anyio.Lock()
-        self._disposed = False
-        self._dispose_text: str | None = None
-        # Published now: from here a runtime silent for the whole bound ends the run.
-        self._idle = IdleDeadline(config.idle_timeout_seconds)
-        self._idle_expired = False
-        client.idle = self._idle
-        self._driver = OwnedTask.start(self._drive, name="subagent-sdk run")
-
-    def _settle(self, result: SubagentResult) -> None:
-        if self._result is None:
-            self._result = result
-            self._buffer.close()
-            self._settled.set()
-
-    def _settle_aborted(self) -> None:
-        self._settle(SubagentResult(stop_reason="aborted", output=self._transcript.output))
-
-    async def _drive(self) -> None:
-        with self._request.cancel.cancel_scope():
-            result = await self._collect_within_idle()
-            if result is not None:
-                self._settle(result)
-        # Local cancel: settle now with the output so far; the process waits for dispose().
-        self._settle_aborted()
-
-    async def _collect_within_idle(self) -> SubagentResult | None:
-        """`_collect`, ended by the idle bound; `None` when cancelled otherwise.
-
-        The wire has no cancel method, so an expiry only settles the run: `dispose()` then
-        shuts the runtime down through the usual bounded ladder.
+        Raises:
+            SubagentStartError: cancelled while taking it (its tree is gone first).
         """
-        idle = self._idle
-        result: SubagentResult | None = None
-        with anyio.CancelScope() as scope:
-            async with anyio.create_task_group() as tg:
-                if idle.seconds is not None:
-                    tg.start_soon(self._watch_idle, idle, scope)
-                result = await self._collect()
-                tg.cancel_scope.cancel()
-        if result is None and self._idle_expired:
-            _log.debug("SDK run %s: the runtime was silent past idle_timeout_seconds", self.id)
-            line = failure_line(self._provider, "session-run", "timeout")
-            return SubagentResult(
-                stop_reason="error", output=self._transcript.output, diagnostic=line
-            )
-        return result
+        if self._pool is None:
+            return None
+        warm: WarmRuntime | None = None
+        with request.cancel.cancel_scope():
+            warm = await self._pool.take(cwd)
+        if request.cancel.cancelled:
+            if warm is not None:
+                await warm.discard()
+            raise compose_start_error("SDK", cancelled=True, startup_line=None, cleanup_line=None)
+        return warm
 
-    async def _watch_idle(self, idle: IdleDeadline, scope: anyio.CancelScope) -> None:
-        await idle.expired()
-        self._idle_expired = True
-        scope.cancel()
-
-    async def _collect(self) -> SubagentResult:
-        transcript = self._transcript
-        try:
-            await self._client.run_prompt(
-                transcript.session_id, self._request.prompt, transcript=transcript
-            )
-        except Exception as error:
-            _log.debug("SDK run failed: %r", error)
-            line = await _failure_line(self._provider, "session-run", error, self._client)
-            return SubagentResult(stop_reason="error", output=transcript.output, diagnostic=line)
-        stop_reason, diagnostic = turn_end_result(self._provider, transcript.turn_end)
-        return SubagentResult(
-            stop_reason=stop_reason, output=transcript.output, diagnostic=diagnostic
+    def new_session(self, child: SDKChild) -> ChildSession:
+        """The lifecycle that owns `child`, with this provider's deadlines and graces."""
+        config = self._config
+        return ChildSession(
+            child,
+            provider=config.provider_name,
+            teardown=config.teardown,
+            startup_timeout_seconds=config.startup_timeout_seconds,
+            idle_timeout_seconds=config.idle_timeout_seconds,
+            # The SDK wire carries no permission requests (the client refuses every request
+            # from the runtime), so the turn's gate is never asked.
+            permission="reject",
+            permission_protocol="ACP",
+            log=_log,
         )
-
-    async def result(self) -> SubagentResult:
-        await self._settled.wait()
-        assert self._result is not None
-        return self._result
-
-    async def dispose(self) -> str | None:
-        with anyio.CancelScope(shield=True):
-            async with self._dispose_lock:
-                if not self._disposed:
-                    self._settle_aborted()
-                    self._driver.cancel()
-                    await self._driver.wait()
-                    gone = await self._client.close()
-                    self._dispose_text = (
-                        None if gone else _shutdown_line(self._provider, self._client)
-                    )
-                    self._disposed = True
-                return self._dispose_text

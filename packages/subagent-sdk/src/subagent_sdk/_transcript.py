@@ -8,7 +8,7 @@ text was not streamed → one `MessageChunk`). Publishing never waits and never 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from subagent_core import MessageChunk, SubagentEvent, ThoughtChunk, ToolCallEvent
 from subagent_core.kit import DEFAULT_MAX_OUTPUT_BYTES, BoundedText
@@ -43,7 +43,9 @@ class RunTranscript:
 
     With `sole_prompt=True` (a session that only this run prompts) a root receipt event that
     does not carry this prompt's `messageId` is a protocol error instead of a wait that could
-    never end. `on_event` receives the run's activity as `subagent_core` events; it must not
+    never end; `earlier_ids` names this session's earlier prompts whose receipts may still come
+    (a turn given up before its receipt: the wire has no cancel), and those are passed over.
+    `on_event` receives the run's activity as `subagent_core` events; it must not
     block (an `EventBuffer.publish`).
     """
 
@@ -54,6 +56,7 @@ class RunTranscript:
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         sole_prompt: bool = False,
         on_event: Callable[[SubagentEvent], None] | None = None,
+        earlier_ids: Collection[str] = (),
     ) -> None:
         self.session_id = session_id
         """The root session this run prompted."""
@@ -67,6 +70,7 @@ class RunTranscript:
         """The last root `turn/end` after the receipt, or `None` if there was none."""
         self._max_output_bytes = max_output_bytes
         self._sole_prompt = sole_prompt
+        self._earlier_ids = frozenset(earlier_ids)
         self._deltas = BoundedText(max_output_bytes)
         self._last_message: str | None = None
         self._in_turn = True
@@ -115,9 +119,10 @@ class RunTranscript:
         event = notification.params.get("event")
         if not isinstance(event, dict) or event.get("type") != EVENT_INBOX_SPLICED:
             return
-        if self.message_id in SessionEvent.parse(notification.params).inserted_ids():
+        inserted = SessionEvent.parse(notification.params).inserted_ids()
+        if self.message_id in inserted:
             self.receipt_seen = True
-        elif self._sole_prompt:
+        elif self._sole_prompt and not (inserted and self._earlier_ids.issuperset(inserted)):
             raise SDKProtocolError("malformed SDK prompt receipt")
 
     def _publish(self, event: SubagentEvent) -> None:

@@ -224,6 +224,9 @@ class _Runtime:
             async with await anyio.open_file(record, "a", encoding="utf-8") as handle:
                 await handle.write(json.dumps(request.params) + "\n")
         await self.noise("initialize")
+        if script.exit_code is not None:
+            self.finish(script.exit_code)
+            await anyio.sleep_forever()
         if script.hang_at == "initialize":
             await self.wait_go()
         if script.initialize_error is not None:
@@ -268,6 +271,7 @@ class _Runtime:
 
     async def turn(self, session: str, message_id: str, text: str) -> None:
         script = self.script
+        _start_sleepers(script)
         if script.stream_before_receipt is not None:
             await self.text_turn(session, script.stream_before_receipt, {"kind": "completed"})
             await self.status(session, "idle")
@@ -332,6 +336,9 @@ class _Runtime:
         if script.reasoning is not None:
             chunk: JSONObject = {"type": "reasoning-delta", "text": script.reasoning}
             await self.event(session, EVENT_ASSISTANT_CHUNK, {"chunk": chunk})
+        for _ in range(script.flood):
+            flood: JSONObject = {"type": "reasoning-delta", "text": "x"}
+            await self.event(session, EVENT_ASSISTANT_CHUNK, {"chunk": flood})
         for number, tool in enumerate(script.tools, start=1):
             call_id, name = f"call-{number}", str(tool.get("name", "tool"))
             await self.event(
@@ -397,6 +404,19 @@ class _Runtime:
         )
 
 
+def _start_sleepers(script: FakeScript) -> None:
+    """`grandchild_holds_stdout` (in our group, holding stdout) and `setsid_escapee` (in a
+    session of its own): grandchildren that never exit by themselves."""
+    argv = [sys.executable, "-c", "import threading; threading.Event().wait()"]
+    no_stdin = (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)
+    if script.grandchild_holds_stdout:
+        os.posix_spawn(sys.executable, argv, os.environ, file_actions=[no_stdin])
+    if script.setsid_escapee:
+        no_stdout = (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)
+        actions = [no_stdin, no_stdout]
+        os.posix_spawn(sys.executable, argv, os.environ, file_actions=actions, setsid=True)
+
+
 async def _watch_sigterm(runtime: _Runtime) -> None:
     try:
         with anyio.open_signal_receiver(signal.SIGTERM) as signals:
@@ -429,13 +449,14 @@ async def _read_requests(
 
 async def serve(script: FakeScript) -> int:
     """Runs the fake runtime on this process's stdio; returns the exit code."""
-    if script.trap_sigterm and sys.platform != "win32":
+    trap = script.trap_sigterm or script.trap_term
+    if trap and sys.platform != "win32":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     async with open_stdio_streams() as (receive, send):
         runtime = _Runtime(script, FrameWriter(send))
         async with anyio.create_task_group() as task_group:
             runtime.stop = task_group.cancel_scope
-            if not script.trap_sigterm and sys.platform != "win32":
+            if not trap and sys.platform != "win32":
                 task_group.start_soon(_watch_sigterm, runtime)
             await _read_requests(runtime, receive, task_group)
             # stdin ended: exit 0, unless told to ignore EOF.

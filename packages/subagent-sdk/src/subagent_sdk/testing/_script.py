@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final, cast
 
 from subagent_sdk.wire import JSONValue
@@ -14,6 +14,9 @@ SCRIPT_ENV: Final = "FAKE_SDK_SCRIPT"
 """Inline JSON scenario."""
 SCRIPT_FILE_ENV: Final = "FAKE_SDK_SCRIPT_FILE"
 """Path of a JSON scenario file."""
+
+_SHARED_HANG_AT: Final = {"handshake": "initialize", "turn": "deltas"}
+"""The conformance suite's `hang_at` values in this fake's terms."""
 
 _NOISE_KINDS: Final = frozenset(
     {"garbage", "non-utf8", "unknown-ids", "huge-line", "foreign-sessions", "requests", "split"}
@@ -67,6 +70,13 @@ class FakeScript:
     noise_at: str = "initialize"
     huge_line_bytes: int = 5_000_000
     keepalive: dict[str, Any] | None = None
+    # The shared knobs of `subagent_core.testing.conformance` (`hang_at` takes its
+    # `handshake` and `turn` too).
+    exit_code: int | None = None
+    trap_term: bool = False
+    grandchild_holds_stdout: bool = False
+    setsid_escapee: bool = False
+    flood: int = 0
 
     @classmethod
     def from_json(cls, value: object) -> FakeScript:
@@ -83,8 +93,10 @@ class FakeScript:
         if unknown:
             raise ValueError(f"unknown fake SDK runtime script keys: {', '.join(unknown)}")
         script = cls(**data)  # pyright: ignore[reportArgumentType]
+        if script.hang_at in _SHARED_HANG_AT:
+            script = replace(script, hang_at=_SHARED_HANG_AT[script.hang_at])
         if script.hang_at not in (None, "initialize", "prompt", "deltas"):
-            raise ValueError("hang_at must be initialize, prompt or deltas")
+            raise ValueError("hang_at must be initialize, prompt, deltas, handshake or turn")
         name = script.signal_during_prompt
         if name is not None and not isinstance(getattr(signal, name, None), signal.Signals):
             raise ValueError("signal_during_prompt must be a signal name such as SIGKILL")
