@@ -192,13 +192,6 @@ async def test_a_provider_needing_a_login_fails_the_start(fake_config) -> None:
     assert error.diagnostic == _line("initialize", "authentication")
 
 
-async def test_a_missing_command_is_process_start(workspace: Path) -> None:
-    from subagent_codex import CodexConfig
-
-    error = await _start_error(CodexConfig(command="/nonexistent/codex", cwd=workspace))
-    assert error.diagnostic == _line("process", "process-start")
-
-
 async def test_the_startup_deadline_rolls_back(fake_config) -> None:
     config = fake_config({"hang_at": "thread/start"}, startup_timeout_seconds=0.5)
     error = await _start_error(config)
@@ -214,17 +207,6 @@ async def test_mcp_servers_are_refused_before_spawn(fake_config) -> None:
     with pytest.raises(SubagentStartError) as caught:
         await CodexProvider(fake_config({})).start(request)
     assert caught.value.diagnostic == _line("initialize", "configuration")
-
-
-async def test_a_cancelled_signal_spawns_nothing(fake_config) -> None:
-    from subagent_core import CancelSignal
-
-    cancel = CancelSignal()
-    cancel.cancel()
-    with pytest.raises(SubagentStartError) as caught:
-        await CodexProvider(fake_config({})).start(SubagentRequest(prompt="go", cancel=cancel))
-    assert str(caught.value) == "subagent request was aborted before the Codex child started"
-    assert caught.value.diagnostic is None
 
 
 # -- hostile children -----------------------------------------------------------------------
@@ -265,18 +247,6 @@ async def test_death_mid_frame_is_process_exit(fake_config, run_once) -> None:
 async def test_exit_zero_before_the_turn_ends_is_process_exit(fake_config, run_once) -> None:
     result, _, _ = await run_once(fake_config({"turn": [{"exit": 0}]}))
     assert result.diagnostic == _line("process", "process-exit", "; exit code: 0")
-
-
-async def test_an_eof_deaf_sigterm_trapping_child_is_killed(fake_config, run_once) -> None:
-    result, disposed, _ = await run_once(fake_config({"ignore_eof": True, "turn": _done()}))
-    assert result.stop_reason == "completed"
-    assert disposed is None  # the ladder reached SIGKILL; the leak guard checks the tree
-
-
-async def test_an_escaped_grandchild_is_ended(fake_config, run_once) -> None:
-    result, disposed, _ = await run_once(fake_config({"turn": [{"escapee": True}, *_done()]}))
-    assert result.stop_reason == "completed"
-    assert disposed is None
 
 
 async def test_an_approval_storm_is_answered_in_bounds(fake_config, run_once) -> None:
@@ -353,14 +323,6 @@ async def test_an_inherited_openai_key_never_reaches_the_child(
     assert json.loads(dump.read_text(encoding="utf-8"))["OPENAI_API_KEY"] == "sk-given"
 
 
-async def test_the_idle_deadline_ends_a_silent_turn(fake_config, run_once) -> None:
-    scenario = {"turn": [{"delta": "part"}, {"hang": True}]}
-    result, disposed, _ = await run_once(fake_config(scenario, idle_timeout_seconds=0.5))
-    assert (result.stop_reason, result.output) == ("error", "part")
-    assert result.diagnostic == _line("prompt", "timeout")
-    assert disposed is None
-
-
 async def test_a_host_callback_slower_than_the_idle_bound_does_not_time_out(
     fake_config, run_once
 ) -> None:
@@ -375,28 +337,6 @@ async def test_a_host_callback_slower_than_the_idle_bound_does_not_time_out(
     result, disposed, _ = await run_once(config)
     assert (result.stop_reason, result.output, result.diagnostic) == ("completed", "after", None)
     assert disposed is None
-
-
-async def test_concurrent_runs_are_isolated(fake_config) -> None:
-    from subagent_core import SubagentRegistry
-
-    async def one(text: str) -> str:
-        registry = SubagentRegistry()
-        registry.register(CodexProvider(fake_config({"turn": _done(text)})))
-        run = await registry.start("codex", SubagentRequest(prompt="go"))
-        async with run:
-            return (await run.result()).output
-
-    outputs: dict[str, str] = {}
-    with anyio.fail_after(60):
-        async with anyio.create_task_group() as tg:
-            for text in ("a", "b", "c"):
-
-                async def go(text: str = text) -> None:
-                    outputs[text] = await one(text)
-
-                tg.start_soon(go)
-    assert outputs == {"a": "a", "b": "b", "c": "c"}
 
 
 async def test_a_caller_cancelled_mid_start_rolls_the_child_back(fake_config) -> None:

@@ -106,6 +106,7 @@ KIT_FACE = [
     "PermissionGate",
     "PermissionProtocol",
     "ProcessOutcome",
+    "SessionBusyError",
     "SessionProvider",
     "SessionSlot",
     "SpawnError",

@@ -14,12 +14,15 @@ from typing import Any
 
 import anyio
 from subagent_core import (
+    Budget,
     CancelSignal,
+    SessionRequest,
     SubagentError,
     SubagentRegistry,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
+    SubagentSession,
     SubagentStartError,
 )
 
@@ -29,6 +32,7 @@ from ._delegate_view import JSONView, LiveView, PlainView, RunView
 from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
 from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
 from ._json_output import emit, result_record
+from ._named_sessions import find_session, sessions_root
 from ._provider_overrides import ProviderOverrides
 from ._providers import build_registry, require_provider
 from ._signals import cancel_on_signals
@@ -55,6 +59,10 @@ class DelegateOptions:
     """`--output-schema`: the JSON Schema the child's answer must validate against."""
     child_stderr: bool = False
     """`--child-stderr`: the child's stderr live on ours too, and its log directory named."""
+    session: str | None = None
+    """`--session NAME`: continue the kept session of that name, or start it."""
+    budget: Budget | None = None
+    """`--budget-tokens` / `--budget-usd`: the most the run (or the whole session) may use."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,14 +183,19 @@ async def _delegate(
         label="delegate",
         output_schema=options.output_schema,
         allow_writes=True,
+        budget=options.budget,
     )
     start_refused: str | None = None
     result, timed_out = SubagentResult(stop_reason="aborted"), False
     teardown: str | None = None
+    session: SubagentSession | None = None
     # Closing the registry closes its providers, so no warm child outlives the command.
     async with registry, cancel_on_signals(cancel) as received:
         try:
-            run = await registry.start(provider, request)
+            if options.session is None:
+                run = await registry.start(provider, request)
+            else:
+                session, run = await _session_turn(registry, provider, request, options.session)
         except SubagentStartError as error:
             reason = spawn_reason(error)
             code = signal_exit_code(received) or EXIT_INCOMPLETE
@@ -195,6 +208,8 @@ async def _delegate(
             async with run:
                 result, timed_out = await _watch(run, cancel, options)
                 teardown = await run.dispose()
+            if session is not None:
+                teardown = await session.aclose() or teardown
     if start_refused is not None:
         raise UsageError(start_refused)
     code = signal_exit_code(received)
@@ -203,14 +218,57 @@ async def _delegate(
         refused = options.strict and result.diagnostic is not None
         code = EXIT_OK if completed and not refused else EXIT_INCOMPLETE
     if options.json:
-        emit(
-            result_record(provider, result, teardown=teardown, exit_code=code, timed_out=timed_out)
+        record = result_record(
+            provider, result, teardown=teardown, exit_code=code, timed_out=timed_out
         )
+        if session is not None and options.session is not None:
+            record["session"] = {"name": options.session, "turn": session.turns}
+        emit(record)
     else:
         print_result(result, teardown)
         if timed_out:
             _err(f"harness: timed out after {options.timeout_seconds:g} s; the child was stopped")
     return code
+
+
+async def _session_turn(
+    registry: SubagentRegistry, provider: str, request: SubagentRequest, name: str
+) -> tuple[SubagentSession, SubagentRun]:
+    """Continues the kept session `name` (a cold resume: this process is new) or starts it,
+    and begins this call's turn; says which on stderr (`session NAME: turn N`).
+
+    Raises:
+        SubagentError: the session belongs to another agent, or the provider has no sessions.
+        SubagentStartError: the child could not start or resume.
+    """
+    root = sessions_root()
+    kept = find_session(root, name)
+    session_request = SessionRequest(
+        cwd=request.cwd,
+        cancel=request.cancel,
+        label=name,
+        allow_writes=request.allow_writes,
+        budget=request.budget,
+        state_dir=root,
+    )
+    if kept is None:
+        session = await registry.open_session(provider, session_request)
+    elif kept.provider != provider:
+        raise SubagentError(
+            "SESSION_AGENT", f'session {name} belongs to agent "{kept.provider}", not "{provider}"'
+        )
+    else:
+        session = await registry.resume_session(provider, kept.handle, session_request)
+    try:
+        run = await session.run(
+            request.prompt, cancel=request.cancel, output_schema=request.output_schema
+        )
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await session.aclose()
+        raise
+    _err(f"session {name}: turn {session.turns}")
+    return session, run
 
 
 async def _watch(

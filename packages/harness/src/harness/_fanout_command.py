@@ -97,6 +97,7 @@ async def _fanout(
     options: FanoutOptions,
 ) -> int:
     from ._fanout_view import LiveRows, PlainRows, child_record, summary_table
+    from ._named_sessions import sessions_root
     from ._output import output_console
     from .fanout import FanoutResult, run_fanout
 
@@ -121,6 +122,7 @@ async def _fanout(
                 timeout_seconds=options.timeout_seconds,
                 patch_dir=options.patch_dir,
                 observer=view,
+                sessions=sessions_root() if options.keep else None,
             )
         except IsolationError as error:
             failure = error
@@ -159,6 +161,8 @@ async def _fanout(
             where = f"#{outcome.number} {outcome.agent}: kept {outcome.isolation_path}"
             if outcome.branch is not None:
                 where += f" (branch {outcome.branch})"
+            if outcome.session is not None:
+                where += f"; continue it with --session {outcome.session}"
             console.print(where, soft_wrap=True)
     if received:
         removed = "" if options.keep else " and its place removed"

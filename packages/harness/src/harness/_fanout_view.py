@@ -202,7 +202,7 @@ def child_record(outcome: FanoutResult, *, kept: bool) -> dict[str, Any]:
             "cached_input_tokens": usage.cached_input_tokens,
             "cost": None if cost is None else {"amount": cost[0], "currency": cost[1]},
         }
-    return {
+    record: dict[str, Any] = {
         "type": "child",
         "number": outcome.number,
         "agent": outcome.agent,
@@ -226,6 +226,9 @@ def child_record(outcome: FanoutResult, *, kept: bool) -> dict[str, Any]:
         "isolation_path": str(outcome.isolation_path) if kept and outcome.isolation_path else None,
         "branch": outcome.branch if kept else None,
     }
+    if outcome.session is not None:
+        record["session"] = outcome.session
+    return record
 
 
 def _err(line: str) -> None:

@@ -23,6 +23,7 @@ from ._commands import (
     providers,
     run,
     sdk_runtime,
+    sessions,
 )
 from ._commands._options import VersionOption, print_version
 from ._exit import EXIT_INTERRUPTED, EXIT_USAGE
@@ -61,6 +62,7 @@ app.command("fake-model", context_settings=fakes.PASSTHROUGH_SETTINGS)(fakes.fak
 app.command("e2e")(e2e.e2e)
 app.command("providers")(providers.providers)
 app.command("agents")(agents.agents)
+app.add_typer(sessions.sessions_app)
 
 
 def _asks_version(args: list[str]) -> bool:

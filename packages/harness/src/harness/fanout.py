@@ -27,11 +27,13 @@ from typing import Protocol
 import anyio
 from subagent_core import (
     CancelSignal,
+    SessionRequest,
     SubagentEvent,
     SubagentRegistry,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
+    SubagentSession,
     SubagentStartError,
 )
 
@@ -93,6 +95,8 @@ class FanoutResult:
     """Why it could not start (`not-found`, `not-executable`, `bad-cwd`, `os-error`)."""
     changes_error: str | None = None
     """Why its changes could not be read (fixed text; `files` is then empty)."""
+    session: str | None = None
+    """The name it is kept under as a session (`--keep` with a provider that can resume)."""
 
     @property
     def lines_added(self) -> int:
@@ -145,6 +149,7 @@ async def run_fanout(
     timeout_seconds: float | None = None,
     patch_dir: Path | None = None,
     observer: FanoutObserver | None = None,
+    sessions: Path | None = None,
 ) -> list[FanoutResult]:
     """Runs `request` on every agent in `agents` at once, each in its own place.
 
@@ -153,7 +158,9 @@ async def run_fanout(
     run at once (default: all); `timeout_seconds` is each child's deadline (it then ends
     `aborted` with `timed_out`). Patches go to `patch_dir` (default: `default_patch_dir`).
     Every worktree, `fanout/` branch and temporary directory is removed before this returns
-    or raises, unless `keep`.
+    or raises, unless `keep`. With `keep` and a `sessions` folder, each child whose provider
+    can resume runs as a session kept there under the name `fanout-<run>-<agent>`, so it can
+    be continued in its worktree (`harness delegate --session fanout-<run>-<agent>`).
 
     Raises:
         ValueError: no agents, an agent the registry does not have, or `concurrency` < 1.
@@ -186,6 +193,7 @@ async def run_fanout(
                     patches,
                     timeout_seconds,
                     observer,
+                    sessions if keep else None,
                 )
             outcomes[number] = outcome
             if observer is not None:
@@ -213,6 +221,7 @@ async def _run_child(
     patches: Path,
     timeout_seconds: float | None,
     observer: FanoutObserver | None,
+    sessions: Path | None = None,
 ) -> FanoutResult:
     if request.cancel.cancelled:
         return FanoutResult(
@@ -241,9 +250,18 @@ async def _run_child(
     timed_out = False
     teardown: str | None = None
     start_failure: str | None = None
+    session: SubagentSession | None = None
+    session_name: str | None = None
     try:
-        run = await registry.start(agent, child_request)
+        if sessions is not None and _resumable(registry, agent):
+            session_name = f"fanout-{places.run_id}-{agent}"
+            session, run = await _session_turn(
+                registry, agent, child_request, session_name, sessions
+            )
+        else:
+            run = await registry.start(agent, child_request)
     except SubagentStartError as error:
+        session_name = None
         if cancel.cancelled:
             # The fan-out was cancelled as this child was being started: a cancel, not a fault.
             result = SubagentResult(stop_reason="aborted")
@@ -254,6 +272,8 @@ async def _run_child(
         async with run:
             result, timed_out = await _watch(run, number, cancel, timeout_seconds, observer)
             teardown = await run.dispose()
+        if session is not None:
+            teardown = await session.aclose() or teardown
     wall = anyio.current_time() - started
     patch = await _patch_path(patches, number, agent, place)
     changes_error: str | None = None
@@ -275,7 +295,36 @@ async def _run_child(
         teardown=teardown,
         start_failure=start_failure,
         changes_error=changes_error,
+        session=session_name,
     )
+
+
+def _resumable(registry: SubagentRegistry, agent: str) -> bool:
+    provider = registry.get(agent)
+    return provider is not None and provider.capabilities.resume
+
+
+async def _session_turn(
+    registry: SubagentRegistry,
+    agent: str,
+    request: SubagentRequest,
+    name: str,
+    sessions: Path,
+) -> tuple[SubagentSession, SubagentRun]:
+    """The child as a kept session called `name`, and its first turn (the fan-out's task)."""
+    session_request = dataclasses.replace(
+        SessionRequest.of(request, state_dir=sessions), label=name
+    )
+    session = await registry.open_session(agent, session_request)
+    try:
+        run = await session.run(
+            request.prompt, cancel=request.cancel, output_schema=request.output_schema
+        )
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await session.aclose()
+        raise
+    return session, run
 
 
 async def _patch_path(patches: Path, number: int, agent: str, place: Place) -> Path | None:

@@ -198,6 +198,23 @@ class SessionRequest:
     def __post_init__(self) -> None:
         object.__setattr__(self, "mcp_servers", check_mcp_servers(self.mcp_servers))
 
+    @classmethod
+    def of(cls, request: SubagentRequest, *, state_dir: Path | None = None) -> SessionRequest:
+        """The session a one-shot request would be, kept under `state_dir` (its prompt is
+        the first turn's; its output schema goes with each turn)."""
+        return cls(
+            cwd=request.cwd,
+            cancel=request.cancel,
+            label=request.label,
+            max_depth=request.max_depth,
+            tool_filter=request.tool_filter,
+            persona=request.persona,
+            allow_writes=request.allow_writes,
+            mcp_servers=request.mcp_servers,
+            budget=request.budget,
+            state_dir=state_dir,
+        )
+
     def turn_request(
         self,
         prompt: str,

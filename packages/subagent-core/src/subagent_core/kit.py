@@ -84,6 +84,7 @@ from ._run import new_run_id as new_run_id
 from ._session import ChildTurns as ChildTurns
 from ._session import SessionProvider as SessionProvider
 from ._session import session_workspace as session_workspace
+from ._session_store import SessionBusyError as SessionBusyError
 from ._session_store import SessionSlot as SessionSlot
 from ._stderr_log import DEFAULT_CHILD_STDERR_BYTES as DEFAULT_CHILD_STDERR_BYTES
 from ._stderr_log import ChildStderr as ChildStderr
@@ -142,6 +143,7 @@ __all__ = [
     "PermissionGate",
     "PermissionProtocol",
     "ProcessOutcome",
+    "SessionBusyError",
     "SessionProvider",
     "SessionSlot",
     "SpawnError",

@@ -122,6 +122,34 @@ def delegate(
         ),
     ] = None,
     child_stderr: ChildStderrOption = False,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            help=(
+                "Continue the kept session of this name with this prompt, or start it (each "
+                "call resumes the conversation in a fresh child; see `harness sessions`)."
+            ),
+        ),
+    ] = None,
+    budget_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--budget-tokens",
+            min=1,
+            help="Stop the child once it reports more input + output tokens than this "
+            "(over the whole session with --session).",
+        ),
+    ] = None,
+    budget_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--budget-usd",
+            min=0.0,
+            help="Stop the child once its reported cost passes this many US dollars "
+            "(over the whole session with --session).",
+        ),
+    ] = None,
 ) -> None:
     """Run one child through a configured provider and print its result.
 
@@ -131,10 +159,21 @@ def delegate(
     per event and a final result object on stdout. Exit 0 when the child completed, 1
     otherwise, 2 for a usage error, 130 when interrupted.
     """
+    from subagent_core import Budget, Cost
+
     from harness._config import load_config
     from harness._delegation import ACPOverrides, DelegateOptions, delegate_once
+    from harness._named_sessions import check_name
     from harness._provider_overrides import ProviderOverrides
 
+    name = None if session is None else check_name(session)
+    if name is not None and workspace is None:
+        # A kept session continues where it ran (a fan-out child's worktree, say).
+        from harness._named_sessions import find_session, sessions_root
+
+        kept = find_session(sessions_root(), name)
+        if kept is not None and kept.cwd is not None:
+            workspace = Path(kept.cwd)
     root = workspace_path(workspace)
     settings = load_config(config, workspace=root)
     code = delegate_once(
@@ -151,6 +190,13 @@ def delegate(
             strict=strict,
             output_schema=None if output_schema is None else read_schema(output_schema),
             child_stderr=child_stderr,
+            session=name,
+            budget=None
+            if budget_tokens is None and budget_usd is None
+            else Budget(
+                max_tokens=budget_tokens,
+                max_cost=None if budget_usd is None else Cost(budget_usd, "USD"),
+            ),
         ),
         acp=ACPOverrides(
             permission=None if permission is None else permission.value,

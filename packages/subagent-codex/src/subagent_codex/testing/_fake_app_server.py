@@ -22,12 +22,25 @@ The scenario is a JSON object in `CODEX_FAKE_SCENARIO`:
   method), `garbage` (a line that is not JSON), `huge` (a line of that many bytes),
   `duplicate` (answer the last request again), `late` (answer an id never asked), `die`
   (write half a frame, then exit with `exit_code`), `exit` (exit with that code), `hang`
-  (read and ignore stdin for ever), `escapee` (start a `setsid` grandchild that sleeps),
-  `env_to` (write the environment as JSON to that path);
+  (read and ignore stdin for ever), `until_interrupt` (silence until `turn/interrupt`),
+  `escapee` (start a `setsid` grandchild that sleeps), `env_to` (write the environment as
+  JSON to that path), `pid_to` (write the fake's pid to that path);
+- `turns`: one action list per turn, for several turns on one process (the last one repeats);
+- `echo_history`: each turn's final answer is `seen: <every prompt so far, ` | `-joined>`;
 - `ignore_eof`: keep running after stdin ends, and ignore SIGTERM;
 - `answers_to`: append every answer the client gave to a server request to that file (JSONL).
 
-`turn/interrupt` ends the turn as `interrupted` whatever is playing.
+The shared knobs of the conformance suite (`subagent_core.testing.conformance`) read as:
+`hang_at` `"handshake"` is `"initialize"`; `exit_code` without `exit_at` exits at
+`initialize`; `trap_term` ignores SIGTERM; without `turn`, the turn is built from `text`
+(default `"done"`): `flood` reasoning deltas, then the final answer and `completed`, or with
+`hang_at` `"turn"` the text as a delta and silence until `turn/interrupt` (or EOF);
+`grandchild_holds_stdout` and `setsid_escapee` start grandchildren as the turn starts.
+
+`turn/interrupt` ends the turn as `interrupted` whatever is playing. Each turn has its own id.
+A thread started with `ephemeral: false` keeps its prompts in a rollout file under
+`CODEX_HOME/sessions/`; `thread/resume` continues it, or answers `-32600` "no rollout found"
+as codex does when that file is missing.
 """
 
 from __future__ import annotations
@@ -60,6 +73,10 @@ class FakeAppServer:
         self.last_request_id: object = None
         self.interrupted = False
         self.pending_answers = 0
+        self.turn_id = TURN_ID
+        self.turns_started = 0
+        self.prompts: list[str] = []
+        self.rollout: str | None = None
 
     # -- frames --------------------------------------------------------------------------
 
@@ -111,7 +128,7 @@ class FakeAppServer:
 
     def turn(self, status: str, error: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return {
-            "id": TURN_ID,
+            "id": self.turn_id,
             "items": [],
             "status": status,
             "error": None if error is None else dict(error),
@@ -124,7 +141,7 @@ class FakeAppServer:
         stamp = "completedAtMs" if method == "item/completed" else "startedAtMs"
         self.notify(
             method,
-            {"item": dict(item), "threadId": THREAD_ID, "turnId": TURN_ID, stamp: _now_ms()},
+            {"item": dict(item), "threadId": THREAD_ID, "turnId": self.turn_id, stamp: _now_ms()},
         )
 
     def agent_message(self, text: str, phase: str | None) -> dict[str, Any]:
@@ -148,7 +165,7 @@ class FakeAppServer:
     def approval_params(self, kind: str) -> tuple[str, dict[str, Any]]:
         base = {
             "threadId": THREAD_ID,
-            "turnId": TURN_ID,
+            "turnId": self.turn_id,
             "itemId": "call_1",
             "startedAtMs": _now_ms(),
         }
@@ -192,7 +209,7 @@ class FakeAppServer:
                 if isinstance(code, int):
                     self.write({"id": ident, "error": {"code": code, "message": "refused"}})
                     continue
-                if scenario.get("exit_at") == "initialize":
+                if self.exit_at() == "initialize":
                     return int(scenario.get("exit_code", 3))
                 self.reply(
                     ident,
@@ -206,10 +223,14 @@ class FakeAppServer:
             elif method == "account/read":
                 account = scenario.get("account") or {"account": None, "requiresOpenaiAuth": False}
                 self.reply(ident, account)
-            elif method == "thread/start":
-                if scenario.get("exit_at") == "thread":
+            elif method in ("thread/start", "thread/resume"):
+                if self.exit_at() == "thread":
                     return int(scenario.get("exit_code", 3))
                 params: dict[str, Any] = frame.get("params") or {}
+                if not self.open_rollout(method, params):
+                    message = f"no rollout found for thread id {params.get('threadId')}"
+                    self.write({"id": ident, "error": {"code": -32600, "message": message}})
+                    continue
                 cwd = str(params.get("cwd") or os.getcwd())
                 self.reply(
                     ident,
@@ -225,13 +246,19 @@ class FakeAppServer:
                         "serviceTier": None,
                     },
                 )
-                self.notify("thread/started", {"thread": self.thread(cwd)})
+                if method == "thread/start":
+                    self.notify("thread/started", {"thread": self.thread(cwd)})
             elif method == "turn/start":
+                self.begin_turn(frame.get("params") or {})
                 self.reply(ident, {"turn": self.turn("inProgress")})
                 self.notify(
                     "turn/started", {"threadId": THREAD_ID, "turn": self.turn("inProgress")}
                 )
-                code = self.play(scenario.get("turn") or [])
+                self.grandchildren()
+                turn = self.actions()
+                code = self.play(turn)
+                if code is None and scenario.get("hang_at") == "turn" and "turn" not in scenario:
+                    code = self.hang_turn()
                 if code is not None:
                     return code
             elif method == "turn/interrupt":
@@ -239,6 +266,92 @@ class FakeAppServer:
                 self.end_turn("interrupted")
             else:
                 self.write({"id": ident, "error": {"code": -32600, "message": "unknown method"}})
+
+    def open_rollout(self, method: str, params: Mapping[str, Any]) -> bool:
+        """Keeps a non-ephemeral thread's prompts in `CODEX_HOME/sessions/` (as codex keeps
+        its rollout); False for a resume whose rollout is missing."""
+        folder = os.path.join(os.environ.get("CODEX_HOME", "/nonexistent"), "sessions")
+        path = os.path.join(folder, f"rollout-{THREAD_ID}.jsonl")
+        if method == "thread/resume":
+            if params.get("threadId") != THREAD_ID or not os.path.isfile(path):
+                return False
+            with open(path, encoding="utf-8") as handle:
+                self.prompts = [json.loads(line) for line in handle if line.strip()]
+            self.rollout = path
+        elif params.get("ephemeral") is False:
+            os.makedirs(folder, exist_ok=True)
+            open(path, "w", encoding="utf-8").close()
+            self.rollout = path
+        return True
+
+    def begin_turn(self, params: Mapping[str, Any]) -> None:
+        """A new turn id, and the prompt kept (in the rollout too, for a kept thread)."""
+        self.turns_started += 1
+        self.interrupted = False
+        self.turn_id = TURN_ID[:-12] + f"{self.turns_started + 1:012d}"
+        parts: list[Any] = list(params.get("input") or [])
+        texts = [
+            cast("dict[str, Any]", part).get("text", "") for part in parts if isinstance(part, dict)
+        ]
+        prompt = " ".join(str(text) for text in texts)
+        self.prompts.append(prompt)
+        if self.rollout is not None:
+            with open(self.rollout, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(prompt) + "\n")
+
+    def actions(self) -> list[Mapping[str, Any]]:
+        """This turn's actions: `turns[n]` (the last repeats), `turn`, or the shared knobs'."""
+        scenario = self.scenario
+        if scenario.get("echo_history"):
+            seen = "seen: " + " | ".join(self.prompts)
+            return [{"message": seen, "phase": "final_answer"}, {"complete": "completed"}]
+        turns: Any = scenario.get("turns")
+        if isinstance(turns, list) and turns:
+            plays = cast("list[list[Mapping[str, Any]]]", turns)
+            return list(plays[min(self.turns_started, len(plays)) - 1])
+        return scenario["turn"] if "turn" in scenario else self.shared_turn()
+
+    def exit_at(self) -> object:
+        """Where to exit: `exit_at`, or `initialize` when only `exit_code` is given."""
+        scenario = self.scenario
+        if "exit_at" in scenario:
+            return scenario["exit_at"]
+        return "initialize" if scenario.get("exit_code") is not None else None
+
+    def shared_turn(self) -> list[Mapping[str, Any]]:
+        """The turn the shared knobs describe, for a scenario without `turn`."""
+        text = str(self.scenario.get("text", "done"))
+        actions: list[Mapping[str, Any]] = [
+            {"reasoning": "x"} for _ in range(int(self.scenario.get("flood", 0)))
+        ]
+        if self.scenario.get("hang_at") == "turn":
+            return [*actions, {"delta": text}]
+        return [*actions, {"message": text, "phase": "final_answer"}, {"complete": "completed"}]
+
+    def grandchildren(self) -> None:
+        """`grandchild_holds_stdout` and `setsid_escapee`: sleepers that never exit by themselves."""
+        sleeper = [sys.executable, "-c", "import time; time.sleep(300)"]
+        if self.scenario.get("grandchild_holds_stdout"):
+            subprocess.Popen(sleeper, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if self.scenario.get("setsid_escapee"):
+            subprocess.Popen(
+                sleeper,
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+
+    def hang_turn(self) -> int | None:
+        """Silence until `turn/interrupt` ends the turn (`None`) or stdin ends (the exit code)."""
+        while True:
+            frame = self.read()
+            if frame is None:
+                return self.at_eof()
+            if frame.get("method") == "turn/interrupt":
+                self.reply(frame.get("id"), {})
+                self.end_turn("interrupted")
+                return None
 
     def end_turn(self, status: str, info: object = None) -> None:
         error = None if info is None else {"message": "failed", "codexErrorInfo": info}
@@ -269,14 +382,14 @@ class FakeAppServer:
                 return None
             kind = next(iter(action), None)  # the first key names the action
             if kind == "delta":
-                params = {"threadId": THREAD_ID, "turnId": TURN_ID, "itemId": "msg_1"}
+                params = {"threadId": THREAD_ID, "turnId": self.turn_id, "itemId": "msg_1"}
                 self.notify("item/agentMessage/delta", {**params, "delta": action["delta"]})
             elif kind == "message":
                 message = self.agent_message(str(action["message"]), action.get("phase"))
                 self.item("item/started", {**message, "text": ""})
                 self.item("item/completed", message)
             elif kind == "reasoning":
-                params = {"threadId": THREAD_ID, "turnId": TURN_ID, "itemId": "rs_1"}
+                params = {"threadId": THREAD_ID, "turnId": self.turn_id, "itemId": "rs_1"}
                 self.notify(
                     "item/reasoning/summaryTextDelta",
                     {**params, "delta": action["reasoning"], "summaryIndex": 0},
@@ -297,7 +410,7 @@ class FakeAppServer:
                     "thread/tokenUsage/updated",
                     {
                         "threadId": THREAD_ID,
-                        "turnId": TURN_ID,
+                        "turnId": self.turn_id,
                         "tokenUsage": {"total": total, "last": total, "modelContextWindow": None},
                     },
                 )
@@ -325,7 +438,7 @@ class FakeAppServer:
                         },
                         "willRetry": bool(action.get("willRetry", False)),
                         "threadId": THREAD_ID,
-                        "turnId": TURN_ID,
+                        "turnId": self.turn_id,
                     },
                 )
             elif kind == "complete":
@@ -362,6 +475,13 @@ class FakeAppServer:
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 )
+            elif kind == "until_interrupt":
+                code = self.hang_turn()
+                if code is not None:
+                    return code
+            elif kind == "pid_to":
+                with open(str(action["pid_to"]), "w", encoding="utf-8") as handle:
+                    handle.write(str(os.getpid()))
             elif kind == "env_to":
                 with open(str(action["env_to"]), "w", encoding="utf-8") as handle:
                     json.dump(dict(os.environ), handle)
@@ -377,6 +497,8 @@ class FakeAppServer:
 def run_fake_app_server() -> int:
     """Serves the scenario from `CODEX_FAKE_SCENARIO`; returns the exit code."""
     scenario = json.loads(os.environ.get(SCENARIO_ENV) or "{}")
-    if scenario.get("ignore_eof"):
+    if scenario.get("hang_at") == "handshake":
+        scenario["hang_at"] = "initialize"
+    if scenario.get("ignore_eof") or scenario.get("trap_term"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return FakeAppServer(scenario).serve()
