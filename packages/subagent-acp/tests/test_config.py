@@ -90,6 +90,7 @@ BAD: list[tuple[str, dict[str, Any]]] = [
     ("terminal", {"terminal": "yes"}),
     ("mode", {"mode": ""}),
     ("model", {"model": 5}),
+    ("child_stderr", {"child_stderr": "inherit"}),
 ]
 
 

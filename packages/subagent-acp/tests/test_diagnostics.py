@@ -464,7 +464,7 @@ def test_teardown_line() -> None:
 
 def test_result_diagnostic_rules() -> None:
     perm = REJECTED_EXECUTE
-    assert result_diagnostic("acp", "completed", None, perm) is None
+    assert result_diagnostic("acp", "completed", None, perm, None) is None
     assert result_diagnostic("acp", "completed", None, perm, perm) == perm
-    assert result_diagnostic("acp", "refusal", None, None) is None
-    assert result_diagnostic("acp", "max-tokens", None, perm) == perm
+    assert result_diagnostic("acp", "refusal", None, None, None) is None
+    assert result_diagnostic("acp", "max-tokens", None, perm, None) == perm

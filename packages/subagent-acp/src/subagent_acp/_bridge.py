@@ -2,8 +2,8 @@
 
 The SDK gets a message-level transport of ours (`_transport.ChildTransport`: bounded framing,
 bounded inbound requests, ordered updates) and a client whose handlers only report safe facts
-back to the run. The SDK's own waits are never trusted to end: callers race every request
-against process exit and cancellation.
+back to the child's turns. The SDK's own waits are never trusted to end: every request runs
+inside a scope the lifecycle cancels on process exit, cancellation and the deadlines.
 
 Importing this module imports `acp` (slow: pydantic builds the schema), so the provider loads it
 lazily on its first start.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Literal, cast
 
-import anyio
 import anyio.abc
 from acp import PROTOCOL_VERSION, RequestError
 from acp.client.connection import ClientSideConnection
@@ -35,8 +34,6 @@ from ._client import ACPClient
 from ._facts import AUTHENTICATION_CODES
 from ._transport import ChildTransport, SessionUpdate
 
-_READ_CHUNK = 1 << 20
-
 ErrorKind = Literal["auth-required", "rpc-error", "connection-lost", "other"]
 """`other` covers schema-invalid answers (the SDK's validation errors) and anything else."""
 
@@ -47,16 +44,7 @@ PromptAnswer = tuple[str, Usage | None]
 
 
 def _ignore(update: SessionUpdate) -> None:
-    """Updates before a run is bound (a warm child's handshake) have no reader."""
-
-
-async def discard_rest(stdout: anyio.abc.ByteReceiveStream) -> None:
-    """Reads and drops stdout until EOF, so a child blocked on a full pipe can exit."""
-    while True:
-        try:
-            await stdout.receive(_READ_CHUNK)
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            return
+    """Updates before a child is bound (a warm child's `initialize`) have no reader."""
 
 
 def client_capabilities(*, read: bool, write: bool, terminal: bool) -> ClientCapabilities:
@@ -70,7 +58,7 @@ class Session:
     """One SDK client connection to one child.
 
     The client and the update callback start unbound, so a connection can be opened (and
-    `initialize` sent) before the run that will use it exists.
+    `initialize` sent) before the request that will use it exists (a warm child's).
     """
 
     def __init__(

@@ -9,6 +9,7 @@ for any method the client does not offer.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, Final
 
@@ -30,10 +31,10 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 from subagent_core import ToolKind
-from subagent_core.kit import IdleDeadline, ProcessOutcome
+from subagent_core.kit import ProcessOutcome, Turn
 
 from ._fs import FSRefusal, WorkspaceFiles
-from ._permission import Permissions
+from ._permission import allows, choose
 from ._terminals import TerminalRefusal, Terminals
 
 _log = logging.getLogger("subagent_acp")
@@ -48,38 +49,45 @@ NOT_PERMITTED: Final = "the parent's permission policy refused this request"
 FAILED: Final = "the client could not handle this request"
 
 
+def _no_turn() -> Turn | None:
+    """Before a child is bound nothing is decided: permissions are answered `cancelled`."""
+    return None
+
+
 class ACPClient:
-    """One run's client side.
+    """One child's client side.
 
     `session/update` never reaches here: the transport delivers it in arrival order.
     """
 
     def __init__(self) -> None:
-        self._permissions: Permissions | None = None
+        self._turn: Callable[[], Turn | None] = _no_turn
         self._files: WorkspaceFiles | None = None
         self._writes = False
         self._allow_writes = False
-        self._terminals: Terminals | None = None
-        self.idle: IdleDeadline | None = None
-        """The run's idle deadline once the turn runs: paused while the child waits on a
-        terminal command the parent runs for it (its silence then is the command's)."""
+        self.terminals: Terminals | None = None
+        """The child's terminals, once its service task holds them ("method not found"
+        without)."""
 
     def bind(
         self,
-        permissions: Permissions,
+        turn: Callable[[], Turn | None],
         *,
         files: WorkspaceFiles | None,
         writes: bool,
         allow_writes: bool,
-        terminals: Terminals | None,
     ) -> None:
-        """Attaches the run's services; until then permissions are answered `cancelled` and
-        file and terminal requests "method not found"."""
-        self._permissions = permissions
+        """Attaches the child's services; until then permissions are answered `cancelled` and
+        file requests "method not found".
+
+        `turn` names the turn running now: its gate decides permissions, and its idle clock
+        is paused while the child waits on a terminal command the parent runs for it (its
+        silence then is the command's). Without a turn nothing is allowed.
+        """
+        self._turn = turn
         self._files = files
         self._writes = writes
         self._allow_writes = allow_writes
-        self._terminals = terminals
 
     async def request_permission(
         self,
@@ -89,12 +97,16 @@ class ACPClient:
         **kwargs: Any,
     ) -> RequestPermissionResponse:
         choices = [(option.option_id, str(option.kind)) for option in options]
-        permissions = self._permissions
-        if permissions is None:
+        turn = self._turn()
+        if turn is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         try:
-            choice = await permissions.decide(
-                tool_call.kind, choices, title=tool_call.title, raw_input=tool_call.raw_input
+            choice = await choose(
+                turn.gate,
+                tool_call.kind,
+                choices,
+                title=tool_call.title,
+                raw_input=tool_call.raw_input,
             )
         except Exception:
             _log.exception("deciding a permission request failed")
@@ -193,8 +205,9 @@ class ACPClient:
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> WaitForTerminalExitResponse:
         terminals = self._need_terminals("terminal/wait_for_exit")
+        turn = self._turn()
         try:
-            with nullcontext() if self.idle is None else self.idle.paused():
+            with nullcontext() if turn is None else turn.idle.paused():
                 outcome = await terminals.wait_for_exit(terminal_id)
         except TerminalRefusal as refusal:
             raise RequestError(REFUSED_CODE, str(refusal)) from None
@@ -224,17 +237,15 @@ class ACPClient:
         return ReleaseTerminalResponse()
 
     async def _allows(self, kind: ToolKind, *, title: str, raw_input: object) -> bool:
-        permissions = self._permissions
-        return permissions is not None and await permissions.allows(
-            kind, title=title, raw_input=raw_input
-        )
+        turn = self._turn()
+        return turn is not None and await allows(turn.gate, kind, title=title, raw_input=raw_input)
 
     def _need_terminals(self, method: str) -> Terminals:
         # Without the capability the SDK would answer these optional methods with `null`,
         # which agents reject: refuse them explicitly.
-        if self._terminals is None:
+        if self.terminals is None:
             raise RequestError.method_not_found(method)
-        return self._terminals
+        return self.terminals
 
 
 def _fs_error(refusal: FSRefusal) -> RequestError:

@@ -9,9 +9,7 @@ validated by `subagent_core.kit.ChildCommand`, the rules every provider shares. 
 from __future__ import annotations
 
 import math
-import os
 import re
-import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +22,11 @@ from subagent_core.kit import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_STARTUP_TIMEOUT_SECONDS,
     ChildCommand,
+    ChildStderr,
+    Teardown,
     check_permission,
     check_timeout,
+    enterable_directory,
 )
 
 FileSystemMode = Literal["none", "read", "read-write"]
@@ -54,14 +55,6 @@ def _positive_seconds(key: str, value: object) -> float:
     if not math.isfinite(seconds) or seconds <= 0:
         raise _fail(key, "must be positive and finite")
     return seconds
-
-
-def enterable_directory(path: Path) -> bool:
-    """True when `path` is a directory this process may enter (`X_OK`)."""
-    try:
-        return stat.S_ISDIR(os.stat(path).st_mode) and os.access(path, os.X_OK)
-    except (OSError, ValueError):
-        return False
 
 
 def _child_command(config: ACPConfig) -> ChildCommand:
@@ -148,6 +141,11 @@ class ACPConfig:
     """Where each child runs (`None`: this host): a `Placement` such as `SSHRemote` (another host
     through `ssh`) or `subagent_ray.RayPlacement`, under its containment guard; `command`, `env`
     and the workspace path then apply there (`fs`/`terminal` act on this host)."""
+    child_stderr: ChildStderr = field(default_factory=ChildStderr)
+    """What becomes of each child's stderr (`subagent_core.kit.ChildStderr`): always drained,
+    into a bounded log file per child under `log_dir`, or dropped (the default); `live=True`
+    also copies it to this process's stderr, for a person at a terminal. Never inherited: it
+    is the child's text (its logs, session ids, whatever it printed)."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -174,22 +172,40 @@ class ACPConfig:
             value: object = getattr(self, key)
             if value is not None and (not isinstance(value, str) or value == ""):
                 raise _fail(key, "must be a non-empty string or None")
-        for key in (
-            "dispose_eof_grace_seconds",
-            "dispose_grace_seconds",
-            "dispose_kill_grace_seconds",
+        teardown = Teardown.checked(
+            "ACPConfig",
+            self.dispose_eof_grace_seconds,
+            self.dispose_grace_seconds,
+            self.dispose_kill_grace_seconds,
+        )
+        set_(self, "dispose_eof_grace_seconds", teardown.eof_grace_seconds)
+        set_(self, "dispose_grace_seconds", teardown.term_grace_seconds)
+        set_(self, "dispose_kill_grace_seconds", teardown.kill_grace_seconds)
+        set_(
+            self,
             "write_timeout_seconds",
-        ):
-            set_(self, key, _positive_seconds(key, getattr(self, key)))
+            _positive_seconds("write_timeout_seconds", self.write_timeout_seconds),
+        )
         for key in ("startup_timeout_seconds", "idle_timeout_seconds"):
             set_(self, key, check_timeout(getattr(self, key), owner="ACPConfig", name=key))
         set_(self, "max_frame_bytes", _positive_int("max_frame_bytes", self.max_frame_bytes))
         set_(self, "max_output_bytes", _positive_int("max_output_bytes", self.max_output_bytes))
+        if not isinstance(cast(object, self.child_stderr), ChildStderr):
+            raise _fail("child_stderr", "must be a subagent_core.kit.ChildStderr")
 
     @property
     def argv(self) -> list[str]:
         """The child's full argv."""
         return [self.command, *self.args]
+
+    @property
+    def teardown(self) -> Teardown:
+        """The three graces of the ladder as one value."""
+        return Teardown(
+            self.dispose_eof_grace_seconds,
+            self.dispose_grace_seconds,
+            self.dispose_kill_grace_seconds,
+        )
 
     def child_command(self, cwd: Path) -> ChildCommand:
         """The child's command for `cwd` (already checked); with `remote`, `open_managed_process`

@@ -12,6 +12,7 @@ from acp.schema import (
     SessionConfigSelectOption,
 )
 
+from ._bridge import Session
 from ._config import ACPConfig
 
 Step = tuple[Literal["mode", "config"], str, str]
@@ -35,6 +36,15 @@ def session_options(config: ACPConfig, response: NewSessionResponse) -> list[Ste
     if config.model is not None:
         steps.append(_config_step(response, "model", config.model))
     return steps
+
+
+async def apply_option(session: Session, session_id: str, step: Step) -> None:
+    """Sends the request of one step (its answer carries nothing the run keeps)."""
+    kind, config_id, value = step
+    if kind == "mode":
+        await session.set_mode(session_id, value)
+    else:
+        await session.set_config_option(session_id, config_id, value)
 
 
 def _config_step(response: NewSessionResponse, category: str, value: str) -> Step | None:

@@ -2,9 +2,9 @@
 
 A run on a warm child skips the interpreter start and `initialize`; the isolation of "a fresh
 process per run" stays, because a child never gets a second run. Each warm child is its own
-`OwnedTask` that owns the managed process (and its one exit watcher) from spawn to the end of
-its ladder: idle, it waits for a run to claim it (then drives that run to its end) or to be
-retired. The pool never holds more than `size` children (idle, starting or retiring) besides
+`OwnedTask` that owns the managed process from spawn to the end of its ladder: idle, it watches
+the child's exit and waits for a run to claim it (then drives the run's `ChildSession` to its
+end: the kit's adopt path, `ChildSession.open(owner=...)` and `drive`) or to be retired. The pool never holds more than `size` children (idle, starting or retiring) besides
 the ones its runs own.
 
 A claimed child's replacement starts once its run is under way (its first update, or its
@@ -24,36 +24,50 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
 
 import anyio
 from acp.schema import InitializeResponse
 from subagent_core import SubagentRequest
-from subagent_core.kit import OwnedTask, SpawnError
+from subagent_core.kit import CLOSE_SECONDS, ChildSession, ManagedProcess, OwnedTask, SpawnError
 
 from ._bridge import Session
 from ._config import ACPConfig
-from ._exit_watch import watching_exit
-from ._run import ACPRun
+from ._run import ACPChild, new_session
 from ._spawn import capabilities_for, open_child, open_session
 
 _log = logging.getLogger("subagent_acp")
 
-_CLOSE_SECONDS: Final = 1.0
+
+@dataclass(frozen=True, slots=True)
+class WarmStart:
+    """A claimed warm child: its session (open it with `owner`) and its protocol."""
+
+    session: ChildSession
+    child: ACPChild
+    owner: OwnedTask
+
+    def died(self) -> bool:
+        """True when the start failed because the child was lost, exited or its wire broke
+        before its session started: the provider then starts the run cold."""
+        failure = self.session.start_failure
+        return self.child.lost or (
+            failure is not None and failure.category in ("process-exit", "transport")
+        )
 
 
 class WarmChild:
-    """One pre-spawned child and the run built for it while it waits; `claim()` hands both to a
-    request."""
+    """One pre-spawned child and the session built for it while it waits; `claim()` hands
+    both to a request."""
 
     def __init__(self, pool: WarmPool, cwd: Path) -> None:
         self.cwd = cwd
         self._pool = pool
         self._exited = False
         self._retired = False
-        self._run: ACPRun | None = None
-        self._prepared: ACPRun | None = None
+        self._claim: WarmStart | None = None
+        self._prepared: tuple[ACPChild, ChildSession] | None = None
         self._wake = anyio.Event()
         self._initializing: anyio.CancelScope | None = None
         self.task = OwnedTask.start(self._own, name="subagent_acp.warm_child")
@@ -65,7 +79,7 @@ class WarmChild:
         (A death not noticed yet is caught by the run, which then starts cold.)"""
         return (
             self._prepared is not None
-            and self._run is None
+            and self._claim is None
             and not self._retired
             and not self._exited
             and not self.task.done
@@ -73,28 +87,30 @@ class WarmChild:
 
     @property
     def claimed(self) -> bool:
-        return self._run is not None
+        return self._claim is not None
 
-    def claim(self, request: SubagentRequest) -> tuple[ACPRun, OwnedTask]:
-        """Hands the child, with the run built while it waited, to `request`; returns the run
-        and the task that now drives it."""
-        run = self._prepared
-        assert run is not None
-        run.serve(request)
-        self._run = run
-        run.on_under_way = self._pool.refill
+    def claim(self, request: SubagentRequest) -> WarmStart:
+        """Hands the child, with the session built while it waited, to `request`; the task
+        that owns the child drives the session from now on."""
+        prepared = self._prepared
+        assert prepared is not None
+        child, session = prepared
+        child.serve(request)
+        child.on_under_way = self._pool.refill
+        self._claim = WarmStart(session, child, self.task)
         self._wake.set()
-        return run, self.task
+        return self._claim
 
     def retire(self) -> None:
         """Ends an unclaimed child (its ladder runs in its task)."""
         self._retired = True
         self._stop_waiting()
 
-    def _on_exit(self) -> None:
-        """The exit, seen before a run took over the watcher."""
+    async def _watch_exit(self, proc: ManagedProcess) -> None:
+        """The exit, seen before a run took the child (its session then watches)."""
+        await proc.wait()
         self._exited = True
-        if self._run is None and self._prepared is not None:
+        if self._claim is None and self._prepared is not None:
             _log.info("a warm ACP child exited while idle; replacing it")
         self._stop_waiting()
 
@@ -107,23 +123,17 @@ class WarmChild:
         config = self._pool.config
         driven = False
         try:
-            async with open_child(config, self.cwd) as proc, watching_exit(proc) as watch:
-                watch.listener = self._on_exit
+            async with open_child(config, self.cwd) as proc:
                 session = open_session(proc, config)
                 try:
-                    initialized = await self._initialize(session)
-                    if initialized is None:
-                        return
-                    self._prepared = ACPRun(config, self.cwd)
-                    self._pool.changed()
-                    await self._wake.wait()
-                    # A claim wins over a death noticed at the same moment: the run classifies it.
-                    run = self._run
-                    if run is not None:
+                    # A claim wins over a death noticed at the same moment: the session
+                    # classifies it.
+                    claim = await self._wait_for_claim(proc, session)
+                    if claim is not None:
                         driven = True
-                        await run.drive_owned(proc, session, initialized, watch)
+                        await claim.session.drive(proc)
                 finally:
-                    with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_SECONDS):
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_SECONDS):
                         await session.close()
         except SpawnError as error:
             _log.warning("a warm ACP child could not be spawned (%s)", error.reason)
@@ -133,9 +143,26 @@ class WarmChild:
             self._pool.halt()
             raise
         finally:
-            if self._run is not None and not driven:
-                self._run.abandon()  # claimed, then lost before driving: the start fails
+            claim = self._claim
+            if claim is not None and not driven:
+                claim.child.lost = True  # claimed, then lost before driving: the start fails
+                claim.session.abandon()
             self._pool.ended(self)
+
+    async def _wait_for_claim(self, proc: ManagedProcess, session: Session) -> WarmStart | None:
+        """`initialize`, then idle until a request claims the child (its claim) or it is
+        retired or exits (`None`); the exit watcher ends before a session watches."""
+        config = self._pool.config
+        async with anyio.create_task_group() as watcher:
+            watcher.start_soon(self._watch_exit, proc)
+            initialized = await self._initialize(session)
+            if initialized is not None:
+                child = ACPChild(config, self.cwd, warm=(session, initialized))
+                self._prepared = (child, new_session(config, child))
+                self._pool.changed()
+                await self._wake.wait()
+            watcher.cancel_scope.cancel()
+        return self._claim
 
     async def _initialize(self, session: Session) -> InitializeResponse | None:
         """The answer to `initialize`; `None` when it failed, timed out, or the child exited
@@ -184,9 +211,9 @@ class WarmPool:
         """Children the pool holds: idle, starting or retiring (not the ones runs own)."""
         return sum(not child.claimed for child in self._children)
 
-    def take(self, cwd: Path, request: SubagentRequest) -> tuple[ACPRun, OwnedTask] | None:
-        """Hands an idle child for `cwd` to `request`: its run and the task that drives it, or
-        `None` (the caller starts cold, and the pool refills now)."""
+    def take(self, cwd: Path, request: SubagentRequest) -> WarmStart | None:
+        """Hands an idle child for `cwd` to `request`, or `None` (the caller starts cold, and
+        the pool refills now)."""
         if self._closed:
             return None
         self._point_at(cwd)

@@ -23,18 +23,12 @@ from subagent_core import (
     SubagentRun,
     SubagentStartError,
 )
-from subagent_core.kit import (
-    AsyncClosing,
-    aborted_before_start_text,
-    compose_start_error,
-    failure_line,
-)
+from subagent_core.kit import AsyncClosing, aborted_before_start_text, start_preamble
 
-from ._config import ACPConfig, enterable_directory
+from ._config import ACPConfig
 
 if TYPE_CHECKING:
     from ._pool import WarmPool
-    from ._run import ACPRun
 
 _log = logging.getLogger("subagent_acp")
 
@@ -45,12 +39,6 @@ async def _load_run_module() -> None:
     """Imports the run (and with it the `acp` SDK, ~1 s of schema building) off the loop."""
     if _RUN_MODULE not in sys.modules:
         await anyio.to_thread.run_sync(importlib.import_module, _RUN_MODULE)
-
-
-async def _open_cold(run: ACPRun, request: SubagentRequest) -> ACPRun:
-    run.serve(request)
-    await run.open()
-    return run
 
 
 class ACPProvider(AsyncClosing):
@@ -92,30 +80,31 @@ class ACPProvider(AsyncClosing):
                 command could not be spawned, or the handshake failed; the child's whole tree
                 was torn down first.
         """
-        if request.cancel.cancelled:
-            raise SubagentStartError(aborted_before_start_text("ACP"))
-        cwd = self._workspace(request)
-        if cwd is None:
-            line = failure_line(self._config.provider_name, "initialize", "configuration")
-            raise compose_start_error("ACP", cancelled=False, startup_line=line, cleanup_line=None)
+        config = self._config
+        cwd = start_preamble("ACP", config.provider_name, request, config.cwd)
         await _load_run_module()
         if request.cancel.cancelled:
             raise SubagentStartError(aborted_before_start_text("ACP"))
-        from ._run import ACPRun
+        from ._run import ACPChild, new_session
 
         pool = self._warm_pool()
-        taken = None if pool is None else pool.take(cwd, request)
-        if taken is None:
-            return await _open_cold(ACPRun(self._config, cwd), request)
-        run, owner = taken
-        try:
-            await run.open(owner)
-        except SubagentStartError:
-            if not run.warm_child_died or request.cancel.cancelled:
-                raise
-            _log.info("a warm ACP child died before its run started; starting cold")
-            return await _open_cold(ACPRun(self._config, cwd), request)
-        return run
+        warm = None if pool is None else pool.take(cwd, request)
+        if warm is not None:
+            turn = warm.session.begin_turn(request.prompt, cancel=request.cancel)
+            try:
+                await warm.session.open(request.cancel, owner=warm.owner)
+            except SubagentStartError:
+                if request.cancel.cancelled or not warm.died():
+                    raise
+                _log.info("a warm ACP child died before its run started; starting cold")
+            else:
+                return warm.session.run_of(turn, ends_session=True)
+        child = ACPChild(config, cwd)
+        child.serve(request)
+        session = new_session(config, child)
+        turn = session.begin_turn(request.prompt, cancel=request.cancel)
+        await session.open(request.cancel)
+        return session.run_of(turn, ends_session=True)
 
     @property
     def warm_count(self) -> int:
@@ -156,16 +145,3 @@ class ACPProvider(AsyncClosing):
 
             self._pool = WarmPool(self._config, self._config.prewarm)
         return self._pool
-
-    def _workspace(self, request: SubagentRequest) -> Path | None:
-        """The configured cwd, else the request's; it must be absolute and enterable."""
-        if self._config.cwd is not None:
-            path = self._config.cwd
-        else:
-            cwd: object = request.cwd
-            if not isinstance(cwd, str | Path) or str(cwd) == "":
-                return None
-            path = Path(cwd)
-            if not path.is_absolute():
-                return None
-        return path if enterable_directory(path) else None

@@ -1,7 +1,9 @@
 """Spawning an ACP child and opening the SDK connection over its pipes.
 
-The one spawn both the cold path (`_run`) and the warm pool (`_pool`) use, so a pre-spawned
-child is the same child a cold run would have started.
+A cold child is spawned by the kit (`ChildSession`) from `ACPChild.command()`, its `stderr`
+and `ACPConfig.teardown`; the warm pool (`_pool`) spawns with the same three here, so a
+pre-spawned child is the same child a cold run would have started. Both paths open the SDK
+connection and advertise the client capabilities through this module.
 """
 
 from __future__ import annotations
@@ -19,14 +21,15 @@ from ._config import ACPConfig
 def open_child(config: ACPConfig, cwd: Path) -> AbstractAsyncContextManager[ManagedProcess]:
     """Spawns the agent for `cwd` with piped stdio and `config`'s disposal graces.
 
-    The one spawn both the cold path and the warm pool use, so a pre-spawned child is the
-    same child a cold run would have started.
+    The warm pool's spawn, with what the kit spawns a cold child with, so a pre-spawned child
+    is the same child a cold run would have started. Its stderr is drained for the child's whole
+    life as `config.child_stderr` says (a bounded log, or dropped), never inherited.
     """
     return open_managed_process(
         config.child_command(cwd),
         stdin="pipe",
         stdout="pipe",
-        stderr="inherit",
+        stderr=config.child_stderr,
         eof_grace_seconds=config.dispose_eof_grace_seconds,
         term_grace_seconds=config.dispose_grace_seconds,
         kill_grace_seconds=config.dispose_kill_grace_seconds,

@@ -1,8 +1,8 @@
-"""Client terminals: commands the parent runs for the child, as managed processes of the run.
+"""Client terminals: commands the parent runs for the child, as managed processes of its own.
 
 Each terminal is a `subagent_core` managed process (argv, never a shell; scrubbed env plus the
-child's explicit variables; its own contained tree) owned by a task in the run's services task
-group, so every terminal dies with the run. Output (stdout and stderr, interleaved as read) keeps
+child's explicit variables; its own contained tree) owned by a task in the child's terminals
+task group, so every terminal dies with the child (before its ladder). Output (stdout and stderr, interleaved as read) keeps
 its newest `output_byte_limit` bytes, capped at `MAX_TERMINAL_OUTPUT_BYTES`.
 """
 
@@ -30,6 +30,8 @@ MAX_TERMINAL_OUTPUT_BYTES: Final = 1024 * 1024
 _EOF_GRACE_SECONDS: Final = 0.05  # stdin is /dev/null: nothing to flush on EOF
 _TERM_GRACE_SECONDS: Final = 1.0
 _KILL_GRACE_SECONDS: Final = 2.0
+LADDER_SECONDS: Final = _EOF_GRACE_SECONDS + _TERM_GRACE_SECONDS + _KILL_GRACE_SECONDS
+"""The longest a terminal's ladder takes once it is told to stop."""
 _READ_BYTES: Final = 65536
 
 
@@ -68,7 +70,7 @@ class _Terminal:
 
 
 class Terminals:
-    """The run's terminals; `close()` (or cancelling the task group) ends them all."""
+    """The child's terminals; `close()` (or cancelling the task group) ends them all."""
 
     def __init__(self, task_group: anyio.abc.TaskGroup, workspace: Path) -> None:
         self._tg = task_group

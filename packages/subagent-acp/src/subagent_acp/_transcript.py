@@ -1,4 +1,4 @@
-"""`session/update` → `subagent_core` run events, and the run's usage tally.
+"""A turn's transcript: `session/update` → `subagent_core` events, its output and usage.
 
 Closed fields (tool kind, status, plan priority and status) are normalised by the event types.
 A tool call status the child named outside the ACP set, which the schema reads as "no status",
@@ -15,7 +15,7 @@ no cost, never a failed run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from acp.schema import (
     AgentMessageChunk,
@@ -42,7 +42,7 @@ from subagent_core import (
     Usage,
     UsageEvent,
 )
-from subagent_core.kit import safe_cost
+from subagent_core.kit import BoundedText, safe_cost
 
 from ._transport import SessionUpdate, StatusOutsideSet
 
@@ -120,6 +120,48 @@ class UsageTally:
             cached_input_tokens=event.cached_input_tokens,
             cost=event.cost,
         )
+
+
+class Transcript:
+    """What one turn's updates and answer say: events, the output text, the usage.
+
+    Only `agent_message_chunk` text is output (bounded by `max_output_bytes`); every watched
+    update becomes an event through `publish` (the turn's, which drops what comes after it
+    settled).
+    """
+
+    __slots__ = ("_output", "_publish", "_usage")
+
+    def __init__(self, max_output_bytes: int, publish: Callable[[SubagentEvent], None]) -> None:
+        self._output = BoundedText(max_output_bytes)
+        self._usage = UsageTally()
+        self._publish = publish
+
+    @property
+    def output(self) -> str:
+        return self._output.text
+
+    @property
+    def usage(self) -> Usage | None:
+        return self._usage.usage()
+
+    def on_update(self, update: SessionUpdate) -> None:
+        """One `session/update` of the turn, in arrival order."""
+        event = (
+            self._usage.note_update(update)
+            if isinstance(update, UsageUpdate)
+            else event_for(update)
+        )
+        if event is not None:
+            self._publish(event)
+        if isinstance(event, MessageChunk):
+            self._output.add(event.text)
+
+    def on_answer(self, usage: ACPUsage | None) -> None:
+        """The `session/prompt` answer's usage (published before the turn settles)."""
+        event = self._usage.note_answer(usage)
+        if event is not None:
+            self._publish(event)
 
 
 def _status(update: ToolCallStart | ToolCallProgress) -> ToolCallStatus | None:

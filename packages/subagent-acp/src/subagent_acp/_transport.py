@@ -7,13 +7,15 @@ Rather than patch its internals, every frame passes through this transport first
 
 - lines come from a bounded reader; an over-long line ends the connection (`transport`);
 - `session/update` notifications are validated with the SDK's schema and handed to the run in
-  arrival order, synchronously (no task per update); those arriving after the answer to
-  `session/prompt` are dropped; other notifications are dropped (the client takes none);
+  arrival order, synchronously (no task per update); those arriving after the answer to the
+  latest `session/prompt` (before the next one) are dropped; other notifications are dropped
+  (the client takes none);
 - a tool kind outside the ACP set, in an update or a permission request, is rewritten to
   `other` before the schema sees it (the schema would drop it to "no kind"), so a kind the child
   named is never confused with none; a tool call status outside the ACP set has no ACP value to
   become, so its update is handed on as `StatusOutsideSet` (the schema reads "no status");
-- every line read touches the run's idle deadline (`idle`), the one place that sees them all;
+- every line read is reported (`on_frame`: the running turn's idle clock restarts), the one
+  place that sees them all;
 - child requests: at most `MAX_INBOUND_REQUESTS` reach the SDK at a time; one beyond that is
   answered here with a fixed JSON-RPC error, allocating nothing per request;
 - answers: only the first answer to an id the SDK is waiting for reaches it; duplicates and
@@ -49,7 +51,7 @@ from acp.schema import (
     UsageUpdate,
     UserMessageChunk,
 )
-from subagent_core.kit import ACP_TOOL_KINDS, FrameTooLargeError, IdleDeadline, LineReader
+from subagent_core.kit import ACP_TOOL_KINDS, FrameTooLargeError, LineReader
 
 _log = logging.getLogger("subagent_acp")
 
@@ -132,12 +134,12 @@ class ChildTransport:
         self._inbound = 0
         self.broken: Broken | None = None
         """Set when the transport ended the connection itself."""
-        self.idle: IdleDeadline | None = None
-        """Touched on every line the child writes (set when the run is published)."""
+        self.on_frame: Callable[[], None] | None = None
+        """Called on every line the child writes (set when a child binds the connection)."""
 
     @property
     def prompt_answered(self) -> bool:
-        """True once the first answer to `session/prompt` arrived."""
+        """True once the first answer to the latest `session/prompt` arrived."""
         return self._prompt_answered
 
     # -- acp.Transport ---------------------------------------------------------------------
@@ -158,6 +160,7 @@ class ChildTransport:
             self._awaiting.add(request_id)
             if method == "session/prompt":
                 self._prompt_id = request_id
+                self._prompt_answered = False
         try:
             await self._write(_encode(message))
         except BaseException:
@@ -184,9 +187,8 @@ class ChildTransport:
                     self._receive_scope = None
             if scope.cancelled_caught:
                 return None
-            idle = self.idle
-            if idle is not None:
-                idle.touch()
+            if self.on_frame is not None:
+                self.on_frame()
             message = _parse(line)
             if message is not None:
                 routed = await self._route(message, len(line))

@@ -46,7 +46,7 @@ class FakeChild:
         self._flow: Flow | None = None
         self._waiting_for: int | None = None
         self._answers: dict[object, Message] = {}
-        self._grandchild: subprocess.Popen[bytes] | None = None
+        self._grandchildren: list[subprocess.Popen[bytes]] = []
 
     # -- wire ------------------------------------------------------------------------------
 
@@ -319,6 +319,10 @@ class FakeChild:
             self._flush()
             while not Path(gate).exists():  # the test opens the gate by creating the file
                 threading.Event().wait(0.01)
+        for _ in range(int(script.get("flood", 0))):
+            self._update(
+                {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "x"}}
+            )
         for piece in split_text(str(script.get("text", "")), int(script.get("chunks", 1))):
             self._chunk(piece)
         stream = as_dict(script.get("stream_bytes"))
@@ -489,13 +493,19 @@ class FakeChild:
             data = (text * (total // max(1, len(text)) + 1))[:total]
             sys.stderr.buffer.write(data)
             sys.stderr.buffer.flush()
+        code = [sys.executable, "-c", "import threading; threading.Event().wait(600)"]
         if self._script.get("grandchild"):
-            code = "import threading; threading.Event().wait(600)"
-            self._grandchild = subprocess.Popen(
-                [sys.executable, "-c", code],
-                stdin=subprocess.DEVNULL,
-                start_new_session=bool(self._script.get("grandchild_setsid")),
+            setsid = bool(self._script.get("grandchild_setsid"))
+            self._grandchildren.append(
+                subprocess.Popen(code, stdin=subprocess.DEVNULL, start_new_session=setsid)
             )
+        if self._script.get("grandchild_holds_stdout"):
+            self._grandchildren.append(subprocess.Popen(code, stdin=subprocess.DEVNULL))
+        if self._script.get("setsid_escapee"):
+            escapee = subprocess.Popen(
+                code, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True
+            )
+            self._grandchildren.append(escapee)
         self._marker("start")
         self._inject("start")
 

@@ -66,8 +66,17 @@ KNOBS = frozenset(
         "concurrent_permissions",
         "echo_pid",
         "keepalive",
+        # The shared knobs of `subagent_core.testing.conformance`, in this fake's own terms
+        # where it had them already (`shared_knobs`).
+        "exit_code",
+        "trap_term",
+        "grandchild_holds_stdout",
+        "setsid_escapee",
+        "flood",
     }
 )
+
+_SHARED_HANG_AT = {"handshake": "initialize", "turn": "prompt"}
 
 Message = dict[str, Any]
 Flow = Generator[int, Message, None]
@@ -111,6 +120,21 @@ def load_script(argv: list[str], environ: Mapping[str, str]) -> dict[str, Any]:
     unknown = sorted(set(script) - KNOBS)
     if unknown:
         raise ScriptError(f"unknown knobs: {', '.join(unknown)}")
+    return shared_knobs(script)
+
+
+def shared_knobs(script: dict[str, Any]) -> dict[str, Any]:
+    """Reads the conformance suite's knobs as this fake's own: `hang_at` `handshake` is
+    `initialize` and `turn` is `prompt`; `exit_code` alone is a crash at `initialize`;
+    `trap_term` is `trap_sigterm`. The rest (`grandchild_holds_stdout`, `setsid_escapee`,
+    `flood`) are played as they are."""
+    hang_at = script.get("hang_at")
+    if isinstance(hang_at, str) and hang_at in _SHARED_HANG_AT:
+        script["hang_at"] = _SHARED_HANG_AT[hang_at]
+    if script.get("exit_code") is not None and "crash" not in script:
+        script["crash"] = {"at": "initialize", "exit_code": script["exit_code"]}
+    if script.get("trap_term"):
+        script["trap_sigterm"] = True
     return script
 
 
