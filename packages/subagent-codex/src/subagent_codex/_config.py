@@ -8,7 +8,6 @@ diagnostic text, so it is restricted to a safe token.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import shutil
@@ -26,9 +25,8 @@ from subagent_core.kit import (
     ChildCommand,
     ChildStderr,
     Teardown,
-    check_permission,
-    check_timeout,
-    enterable_directory,
+    check_child_config,
+    teardown_of,
 )
 
 Sandbox = Literal["read-only", "workspace-write", "danger-full-access"]
@@ -40,7 +38,6 @@ DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 DEFAULT_WRITE_TIMEOUT_SECONDS = 10.0
 """How long one write to a child that does not read its stdin may block before the run ends."""
 
-_PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _OVERRIDE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _SANDBOXES: tuple[Sandbox, ...] = ("read-only", "workspace-write", "danger-full-access")
 
@@ -127,55 +124,17 @@ class CodexConfig:
     is the child's text (its logs, session ids, whatever it printed)."""
 
     def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        set_(self, "provider_name", _check_provider_name(self.provider_name))
-        command = cast(object, self.command)
-        if command is None:
+        if cast(object, self.command) is None:
             # A placement runs the command on another host: only its PATH can find it there.
             command = "codex" if self.remote is not None else resolve_command()
-        try:
-            checked = ChildCommand(
-                command=cast(str, command),
-                args=cast("tuple[str, ...]", self.args),
-                env=self.env,
-                cwd=self.cwd,
-                remote=self.remote,
-            )
-        except ValueError as error:
-            raise ValueError(f"CodexConfig.{error}") from None
-        if checked.cwd is not None and not enterable_directory(checked.cwd):
-            raise _fail("cwd", "must be an existing directory the process can enter")
-        set_(self, "command", checked.command)
-        set_(self, "args", checked.args)
-        set_(self, "env", checked.env)
-        set_(self, "cwd", checked.cwd)
-        set_(self, "permission", check_permission(self.permission, owner="CodexConfig"))
+            object.__setattr__(self, "command", command)
+        check_child_config(self, "CodexConfig")
         if self.sandbox not in _SANDBOXES:
             raise _fail("sandbox", 'must be "read-only", "workspace-write" or "danger-full-access"')
         model = cast(object, self.model)
         if model is not None and (not isinstance(model, str) or model == ""):
             raise _fail("model", "must be a non-empty string or None")
-        set_(self, "config_overrides", _check_overrides(self.config_overrides))
-        teardown = Teardown.checked(
-            "CodexConfig",
-            self.dispose_eof_grace_seconds,
-            self.dispose_grace_seconds,
-            self.dispose_kill_grace_seconds,
-        )
-        set_(self, "dispose_eof_grace_seconds", teardown.eof_grace_seconds)
-        set_(self, "dispose_grace_seconds", teardown.term_grace_seconds)
-        set_(self, "dispose_kill_grace_seconds", teardown.kill_grace_seconds)
-        set_(
-            self,
-            "write_timeout_seconds",
-            _positive_seconds("write_timeout_seconds", self.write_timeout_seconds),
-        )
-        for key in ("startup_timeout_seconds", "idle_timeout_seconds"):
-            set_(self, key, check_timeout(getattr(self, key), owner="CodexConfig", name=key))
-        set_(self, "max_frame_bytes", _positive_int("max_frame_bytes", self.max_frame_bytes))
-        set_(self, "max_output_bytes", _positive_int("max_output_bytes", self.max_output_bytes))
-        if not isinstance(cast(object, self.child_stderr), ChildStderr):
-            raise _fail("child_stderr", "must be a subagent_core.kit.ChildStderr")
+        object.__setattr__(self, "config_overrides", _check_overrides(self.config_overrides))
 
     @property
     def argv(self) -> list[str]:
@@ -188,11 +147,7 @@ class CodexConfig:
     @property
     def teardown(self) -> Teardown:
         """The three graces of the ladder as one value."""
-        return Teardown(
-            self.dispose_eof_grace_seconds,
-            self.dispose_grace_seconds,
-            self.dispose_kill_grace_seconds,
-        )
+        return teardown_of(self)
 
     def child_command(self, cwd: Path, home: Path | None = None) -> ChildCommand:
         """The child's command for `cwd` (already checked); with `remote`, the managed process
@@ -212,14 +167,6 @@ class CodexConfig:
         return Path(configured) if configured else Path.home() / ".codex"
 
 
-def _check_provider_name(name: object) -> str:
-    if not isinstance(name, str) or _PROVIDER_NAME.fullmatch(name) is None:
-        raise _fail(
-            "provider_name", "must be 1-64 letters, digits, '.', '_' or '-', starting alnum"
-        )
-    return name
-
-
 def _check_overrides(value: object) -> Mapping[str, str]:
     if not isinstance(value, Mapping):
         raise _fail("config_overrides", "must be a mapping of config keys to TOML values")
@@ -231,18 +178,3 @@ def _check_overrides(value: object) -> Mapping[str, str]:
             raise _fail("config_overrides", "values must be TOML text without NUL")
         checked[key] = item
     return MappingProxyType(checked)
-
-
-def _positive_seconds(key: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _fail(key, "must be a number of seconds")
-    seconds = float(value)
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise _fail(key, "must be positive and finite")
-    return seconds
-
-
-def _positive_int(key: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise _fail(key, "must be a positive int")
-    return value

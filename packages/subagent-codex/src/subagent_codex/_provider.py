@@ -7,7 +7,7 @@ from pathlib import Path
 
 from subagent_core import Capabilities, SessionRequest, SubagentRequest, SubagentRun
 from subagent_core.kit import (
-    AsyncClosing,
+    ChildProvider,
     ChildSession,
     ChildTurns,
     SessionSlot,
@@ -31,23 +31,11 @@ _SHARED_HOME_FILES = ("config.toml", "auth.json")
 copied), so only the session's rollouts live apart."""
 
 
-class CodexProvider(AsyncClosing):
+class CodexProvider(ChildProvider[CodexConfig]):
     """Runs each child as a fresh `codex app-server` process speaking its JSON-RPC protocol.
 
     The child does not inherit the parent's context: it sees the prompt and its workspace.
     """
-
-    def __init__(self, config: CodexConfig) -> None:
-        self._config = config
-
-    @property
-    def config(self) -> CodexConfig:
-        """The configuration this provider was built with."""
-        return self._config
-
-    @property
-    def name(self) -> str:
-        return self._config.provider_name
 
     @property
     def capabilities(self) -> Capabilities:
@@ -55,10 +43,6 @@ class CodexProvider(AsyncClosing):
             # A session's own CODEX_HOME lives on this host, not where a placement runs codex.
             return Capabilities(output_schema=True, sessions=True)
         return CAPABILITIES
-
-    @property
-    def inherits_parent_context(self) -> bool:
-        return False
 
     async def start(self, request: SubagentRequest) -> SubagentRun:
         """Spawns the child, runs the handshake and an ephemeral `thread/start`, publishes.
@@ -127,21 +111,13 @@ class CodexProvider(AsyncClosing):
 
     def new_session(self, child: CodexChild) -> ChildSession:
         """The lifecycle that owns `child`, with this provider's deadlines and graces."""
-        config = self._config
-        return ChildSession(
+        return ChildSession.configured(
             child,
-            provider=config.provider_name,
-            teardown=config.teardown,
-            startup_timeout_seconds=config.startup_timeout_seconds,
-            idle_timeout_seconds=config.idle_timeout_seconds,
-            permission=config.permission,
+            self._config,
             permission_protocol="Codex",
-            extra_dispose_seconds=config.write_timeout_seconds + 2.0,
+            extra_dispose_seconds=self._config.write_timeout_seconds + 2.0,
             log=_log,
         )
-
-    async def aclose(self) -> None:
-        """Nothing to release: every child belongs to its run."""
 
 
 def _share_home(base: Path, home: Path) -> None:

@@ -31,6 +31,7 @@ import anyio
 import anyio.abc
 
 from ._cancel import CancelSignal
+from ._child_config import GatedConfigFields, teardown_of
 from ._child_protocol import (
     INTERRUPT_SECONDS,
     OUTCOME_WAIT_SECONDS,
@@ -105,6 +106,32 @@ class ChildSession:
         """How many turns were begun."""
         self.start_failure: Failure | None = None
         """What failed the start, when it failed with a known fact."""
+
+    @classmethod
+    def configured(
+        cls,
+        protocol: ChildProtocol,
+        config: GatedConfigFields,
+        *,
+        permission_protocol: PermissionProtocol,
+        log: logging.Logger,
+        reject_with_option: bool = True,
+        extra_dispose_seconds: float = 0.0,
+    ) -> ChildSession:
+        """The lifecycle of `protocol`'s child with a provider config's name, graces,
+        deadlines and permission setting (the fields `check_child_config` checked)."""
+        return cls(
+            protocol,
+            provider=config.provider_name,
+            teardown=teardown_of(config),
+            startup_timeout_seconds=config.startup_timeout_seconds,
+            idle_timeout_seconds=config.idle_timeout_seconds,
+            permission=config.permission,
+            permission_protocol=permission_protocol,
+            reject_with_option=reject_with_option,
+            extra_dispose_seconds=extra_dispose_seconds,
+            log=log,
+        )
 
     # -- holder side ---------------------------------------------------------------------------
 

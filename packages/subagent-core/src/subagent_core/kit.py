@@ -28,6 +28,13 @@ from ._bounded_text import DEFAULT_MAX_OUTPUT_BYTES as DEFAULT_MAX_OUTPUT_BYTES
 from ._bounded_text import OUTPUT_TRUNCATION_MARKER as OUTPUT_TRUNCATION_MARKER
 from ._bounded_text import BoundedText as BoundedText
 from ._channel import ChildChannel as ChildChannel
+from ._child_config import ChildConfigFields as ChildConfigFields
+from ._child_config import ChildProvider as ChildProvider
+from ._child_config import GatedConfigFields as GatedConfigFields
+from ._child_config import check_child_config as check_child_config
+from ._child_config import check_provider_name as check_provider_name
+from ._child_config import checked_command as checked_command
+from ._child_config import teardown_of as teardown_of
 from ._child_protocol import CLOSE_SECONDS as CLOSE_SECONDS
 from ._child_protocol import INTERRUPT_SECONDS as INTERRUPT_SECONDS
 from ._child_protocol import OUTCOME_WAIT_SECONDS as OUTCOME_WAIT_SECONDS
@@ -124,10 +131,12 @@ __all__ = [
     "BoundedText",
     "ChildChannel",
     "ChildCommand",
+    "ChildConfigFields",
     "ChildFailure",
     "ChildKind",
     "ChildLink",
     "ChildProtocol",
+    "ChildProvider",
     "ChildSession",
     "ChildStderr",
     "ChildTurns",
@@ -136,6 +145,7 @@ __all__ = [
     "Failure",
     "FailureCategory",
     "FrameTooLargeError",
+    "GatedConfigFields",
     "IdleDeadline",
     "LineReader",
     "ManagedProcess",
@@ -156,8 +166,11 @@ __all__ = [
     "aborted_before_start_text",
     "add_usage",
     "bound_diagnostic",
+    "check_child_config",
     "check_permission",
+    "check_provider_name",
     "check_timeout",
+    "checked_command",
     "choose_workspace",
     "compose_start_error",
     "configuration_start_error",
@@ -182,6 +195,7 @@ __all__ = [
     "session_workspace",
     "start_preamble",
     "teardown_line",
+    "teardown_of",
     "tool_call_status",
     "tool_kind",
 ]
