@@ -513,7 +513,153 @@ async def test_no_byte_of_a_child_session_id_reaches_a_diagnostic(
         texts.append(str(moved.value))
     texts.append(handle)
     stored = list_records(state)[0].child_session
-    assert stored
+    assert stored is not None  # the child's id was received and kept (only) in the record
     probe = stored.strip()[:32]
     if len(probe) >= 4:
         assert all(probe not in text for text in texts)
+
+
+# -- spans ---------------------------------------------------------------------------------------
+
+from opentelemetry import trace as otel_trace  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+    InMemorySpanExporter,
+)
+
+_EXPORTER = InMemorySpanExporter()
+
+
+@pytest.fixture
+def spans() -> InMemorySpanExporter:
+    """Every finished span of the test (one provider for the process, cleared per test)."""
+    if not isinstance(otel_trace.get_tracer_provider(), TracerProvider):
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+        otel_trace.set_tracer_provider(provider)
+    _EXPORTER.clear()
+    return _EXPORTER
+
+
+def _texts(span: ReadableSpan) -> list[str]:
+    """Every string a span carries: its name, attribute values and event attributes."""
+    values: list[object] = [span.name, *(span.attributes or {}).values()]
+    for event in span.events:
+        values.append(event.name)
+        values.extend((event.attributes or {}).values())
+    flat: list[str] = []
+    for value in values:
+        flat.extend(str(item) for item in (value if isinstance(value, tuple) else (value,)))
+    return flat
+
+
+async def test_a_run_is_one_client_span_of_closed_facts(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    registry = _registry(LineProvider())
+    with anyio.fail_after(30):
+        async with await registry.start(
+            PROVIDER, SubagentRequest(prompt="usage", cwd=tmp_path)
+        ) as run:
+            assert (await run.result()).stop_reason == "completed"
+    [span] = spans.get_finished_spans()
+    assert span.name == "invoke_agent lines"
+    assert span.kind == otel_trace.SpanKind.CLIENT
+    assert dict(span.attributes or {}) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "lines",
+        "gen_ai.response.finish_reasons": ("completed",),
+        "gen_ai.usage.input_tokens": 5,
+    }
+    assert span.status.status_code == otel_trace.StatusCode.UNSET
+
+
+async def test_a_failed_run_span_names_the_category_and_nothing_else(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    registry = _registry(LineProvider())
+    with anyio.fail_after(30):
+        async with await registry.start(
+            PROVIDER, SubagentRequest(prompt="die", cwd=tmp_path)
+        ) as run:
+            assert (await run.result()).stop_reason == "error"
+        refusing = _registry(LineProvider("exit-at-hello", "3"))
+        with pytest.raises(SubagentStartError):
+            await refusing.start(PROVIDER, SubagentRequest(prompt="x", cwd=tmp_path))
+    died, refused = spans.get_finished_spans()
+    for span in (died, refused):
+        assert span.status.status_code == otel_trace.StatusCode.ERROR
+        assert (span.attributes or {})["error.type"] == "process-exit"
+    assert "dying" not in " ".join(_texts(died))
+
+
+async def test_session_turns_are_spans_under_the_session(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    sid = tmp_path / "sid"
+    sid.write_text("child-secret-id", encoding="utf-8")
+    registry = _registry(LineProvider(env={"TURNS_SESSION_ID_FILE": str(sid)}))
+    request = SessionRequest(cwd=tmp_path, budget=Budget(max_tokens=8))
+    with anyio.fail_after(30):
+        async with await registry.open_session(PROVIDER, request) as session:
+            handle = session.handle
+            for prompt in ("usage alpha-prompt", "usage beta-prompt"):
+                async with await session.run(prompt) as run:
+                    await run.result()
+    first, second, whole = spans.get_finished_spans()
+    assert whole.parent is None
+    for turn in (first, second):
+        assert turn.parent is not None
+        assert turn.parent.span_id == whole.context.span_id
+        assert (turn.attributes or {})["gen_ai.conversation.id"] == handle
+    assert (whole.attributes or {})["gen_ai.conversation.id"] == handle
+    assert (second.attributes or {})["error.type"] == "budget"
+    everything = " ".join(text for span in (first, second, whole) for text in _texts(span))
+    for secret in ("child-secret-id", "alpha-prompt", "beta-prompt"):
+        assert secret not in everything
+
+
+async def test_a_turn_carries_the_trace_context_for_its_child(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    seen: list[str | None] = []
+
+    class Recording(LineChild):
+        def begin_turn(self, link: ChildLink, turn: Turn) -> TurnDriver:
+            seen.append(turn.traceparent)
+            return super().begin_turn(link, turn)
+
+    class RecordingProvider(LineProvider):
+        async def start(self, request: SubagentRequest) -> SubagentRun:
+            session = session_of(Recording())
+            turn = session.begin_turn(request.prompt, cancel=request.cancel)
+            await session.open(request.cancel)
+            return session.run_of(turn, ends_session=True)
+
+    registry = _registry(RecordingProvider())
+    with anyio.fail_after(30):
+        async with await registry.start(PROVIDER, SubagentRequest(prompt="a", cwd=tmp_path)) as run:
+            await run.result()
+    [span] = spans.get_finished_spans()
+    context = span.context
+    flags = int(context.trace_flags)
+    assert seen == [f"00-{context.trace_id:032x}-{context.span_id:016x}-{flags:02x}"]
+
+
+def test_importing_subagent_core_imports_no_opentelemetry() -> None:
+    code = (
+        "import sys, subagent_core, subagent_core.kit; "
+        "print([m for m in sys.modules if m.startswith('opentelemetry')])"
+    )
+    done = subprocess_run([sys.executable, "-c", code])
+    assert done == "[]"
+
+
+def subprocess_run(argv: list[str]) -> str:
+    """A short command's stdout (a plain interpreter: nothing of this test process leaks in)."""
+    import subprocess
+
+    return subprocess.run(
+        argv, check=True, capture_output=True, text=True, encoding="utf-8", timeout=60
+    ).stdout.strip()

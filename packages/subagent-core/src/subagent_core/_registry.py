@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Generator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 
@@ -18,6 +19,7 @@ from ._owned_task import LoopHome
 from ._run import ClosableProvider, SubagentProvider, SubagentRun
 from ._session import SessionProvider, SubagentSession
 from ._session_store import SessionBusyError, claim_slot, new_slot
+from ._tracing import RunTrace, provider_facts, start_span
 from ._types import (
     Capabilities,
     RunInfo,
@@ -132,11 +134,20 @@ class SubagentRegistry(AsyncClosing):
             SubagentStartError: the provider could not start the child (text bounded).
         """
         provider = self._checked(name, request)
+        trace = start_span(name, **provider_facts(provider))
         try:
-            inner = await provider.start(request)
+            with _tracing(trace):
+                inner = await provider.start(request)
         except SubagentStartError as error:
-            raise _bounded_start_error(error) from error
-        return self._settled(inner, name, request.label)
+            bounded = _bounded_start_error(error)
+            if trace is not None:
+                trace.end(start_error=bounded.diagnostic or "")
+            raise bounded from error
+        except BaseException:
+            if trace is not None:
+                trace.end(start_error="")
+            raise
+        return self._settled(inner, name, request.label, trace)
 
     async def open_session(self, name: str, request: SessionRequest) -> SubagentSession:
         """Starts a child for several turns through the named provider.
@@ -154,15 +165,14 @@ class SubagentRegistry(AsyncClosing):
             slot = new_slot(request.state_dir, name, request.label)
         except (OSError, SessionBusyError) as error:
             raise _start_error(name, "configuration") from error
+        trace = start_span(name, conversation=slot.handle, **provider_facts(provider))
         try:
-            inner = await provider.open_session(request, slot)
-        except SubagentStartError as error:
+            with _tracing(trace):
+                inner = await provider.open_session(request, slot)
+        except BaseException as error:
             slot.discard()
-            raise _bounded_start_error(error) from error
-        except BaseException:
-            slot.discard()
-            raise
-        return _SettledSession(inner, self, name, provider.capabilities, request.label)
+            raise _failed_session_start(error, trace) from error
+        return _SettledSession(inner, self, provider, request.label, trace)
 
     async def resume_session(
         self, name: str, handle: str, request: SessionRequest
@@ -190,15 +200,14 @@ class SubagentRegistry(AsyncClosing):
         if slot.record.provider != name:
             slot.release()
             raise _start_error(name, "configuration")
+        trace = start_span(name, conversation=handle, **provider_facts(provider))
         try:
-            inner = await provider.resume_session(request, slot)
-        except SubagentStartError as error:
+            with _tracing(trace):
+                inner = await provider.resume_session(request, slot)
+        except BaseException as error:
             slot.release()
-            raise _bounded_start_error(error) from error
-        except BaseException:
-            slot.release()
-            raise
-        return _SettledSession(inner, self, name, provider.capabilities, request.label)
+            raise _failed_session_start(error, trace) from error
+        return _SettledSession(inner, self, provider, request.label, trace)
 
     def _checked(self, name: str, request: SubagentRequest) -> SubagentProvider:
         """The named provider, once the request passed the checks made before any spawn."""
@@ -227,8 +236,10 @@ class SubagentRegistry(AsyncClosing):
             raise _unsupported(name, capability)
         return provider
 
-    def _settled(self, inner: SubagentRun, name: str, label: str | None) -> SubagentRun:
-        run = _SettledRun(inner, RunInfo(inner.id, name, label), self._on_end)
+    def _settled(
+        self, inner: SubagentRun, name: str, label: str | None, trace: RunTrace | None
+    ) -> SubagentRun:
+        run = _SettledRun(inner, RunInfo(inner.id, name, label), self._on_end, trace)
         _notify(self._on_start, run.info)
         return run
 
@@ -281,6 +292,28 @@ def _bounded_start_error(error: SubagentStartError) -> SubagentStartError:
     return bounded
 
 
+@contextmanager
+def _tracing(trace: RunTrace | None) -> Generator[None]:
+    """`trace` current while a provider starts its child (a no-op untraced)."""
+    if trace is None:
+        yield
+        return
+    with trace.current():
+        yield
+
+
+def _failed_session_start(error: BaseException, trace: RunTrace | None) -> BaseException:
+    """The error a failed session start raises (start errors bounded), its span ended."""
+    if isinstance(error, SubagentStartError):
+        bounded = _bounded_start_error(error)
+        if trace is not None:
+            trace.end(start_error=bounded.diagnostic or "")
+        return bounded
+    if trace is not None:
+        trace.end(start_error="")
+    return error
+
+
 def _notify(observer: Callable[..., None] | None, *args: object) -> None:
     if observer is None:
         return
@@ -293,17 +326,26 @@ def _notify(observer: Callable[..., None] | None, *args: object) -> None:
 class _SettledRun(SubagentRun):
     """The registry's wrapper: bounds every text a provider settles with, notifies observers."""
 
-    def __init__(self, inner: SubagentRun, info: RunInfo, on_end: EndObserver | None) -> None:
+    def __init__(
+        self,
+        inner: SubagentRun,
+        info: RunInfo,
+        on_end: EndObserver | None,
+        trace: RunTrace | None = None,
+    ) -> None:
         self.id = inner.id
         self.info = info
         self._inner = inner
         self._on_end = on_end
+        self._trace = trace
         self._ended = False
 
     async def result(self) -> SubagentResult:
         result = await self._inner.result()
         if result.diagnostic is not None:
             result = replace(result, diagnostic=bound_diagnostic(result.diagnostic))
+        if self._trace is not None:
+            self._trace.end(result)  # a provider off the kit: the span ends here
         self._end(result.stop_reason)
         return result
 
@@ -314,10 +356,13 @@ class _SettledRun(SubagentRun):
         text: str | None = None
         with anyio.CancelScope(shield=True):
             text = await self._inner.dispose()
-            if not self._ended:
+            if not self._ended or self._trace is not None:
                 # Disposing settles the result; observers still learn how the run ended.
                 with anyio.move_on_after(1.0):
-                    self._end((await self._inner.result()).stop_reason)
+                    result = await self._inner.result()
+                    if self._trace is not None:
+                        self._trace.end(result)
+                    self._end(result.stop_reason)
         return None if text is None else bound_diagnostic(text)
 
     def _end(self, stop_reason: str) -> None:
@@ -327,22 +372,23 @@ class _SettledRun(SubagentRun):
 
 
 class _SettledSession(SubagentSession):
-    """The registry's wrapper of a session: each turn is bounded and observed like a run."""
+    """The registry's wrapper of a session: each turn is bounded, observed and traced like a
+    run (a span of its own under the session's)."""
 
     def __init__(
         self,
         inner: SubagentSession,
         registry: SubagentRegistry,
-        name: str,
-        capabilities: Capabilities,
+        provider: SessionProvider,
         label: str | None,
+        trace: RunTrace | None,
     ) -> None:
         self.handle = inner.handle
         self._inner = inner
         self._registry = registry
-        self._name = name
-        self._capabilities = capabilities
+        self._provider = provider
         self._label = label
+        self._trace = trace
 
     @property
     def usage(self) -> Usage | None:
@@ -363,11 +409,25 @@ class _SettledSession(SubagentSession):
         cancel: CancelSignal | None = None,
         output_schema: dict[str, object] | None = None,
     ) -> SubagentRun:
-        if output_schema is not None and not self._capabilities.output_schema:
-            raise _unsupported(self._name, "output_schema")
-        inner = await self._inner.run(prompt, cancel=cancel, output_schema=output_schema)
-        return self._registry._settled(inner, self._name, self._label)  # pyright: ignore[reportPrivateUsage]
+        name = self._provider.name
+        if output_schema is not None and not self._provider.capabilities.output_schema:
+            raise _unsupported(name, "output_schema")
+        turn_trace: RunTrace | None = None
+        if self._trace is not None:
+            with self._trace.current():
+                facts = provider_facts(self._provider)
+                turn_trace = start_span(name, conversation=self.handle, **facts)
+        try:
+            with _tracing(turn_trace):
+                inner = await self._inner.run(prompt, cancel=cancel, output_schema=output_schema)
+        except BaseException:
+            if turn_trace is not None:
+                turn_trace.end(start_error="")
+            raise
+        return self._registry._settled(inner, name, self._label, turn_trace)  # pyright: ignore[reportPrivateUsage]
 
     async def aclose(self) -> str | None:
         text = await self._inner.aclose()
+        if self._trace is not None:
+            self._trace.end(SubagentResult(stop_reason="completed", usage=self._inner.usage))
         return None if text is None else bound_diagnostic(text)

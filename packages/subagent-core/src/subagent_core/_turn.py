@@ -22,6 +22,7 @@ from ._events import EventBuffer, SubagentEvent, UsageEvent
 from ._failure import Failure, result_diagnostic
 from ._permission import PermissionGate, PermissionSetting
 from ._run import SubagentRun, new_run_id
+from ._tracing import current_run, traceparent
 from ._types import Budget, StopReason, SubagentResult, Usage, add_usage
 
 if TYPE_CHECKING:
@@ -109,6 +110,10 @@ class Turn:
         """What earlier turns of the session consumed (counted against the budget)."""
         self.on_over_budget: Callable[[], None] | None = None
         """Called once when reported usage crosses the budget (the owner interrupts)."""
+        self.trace = current_run()
+        """The span this turn reports to, when the registry traces the run."""
+        self.traceparent: str | None = None if self.trace is None else traceparent()
+        """The W3C trace context for the child (a provider sends it where its wire can)."""
         self.prompt = prompt
         self.output_schema = output_schema
         self.cancel = cancel
@@ -142,6 +147,8 @@ class Turn:
         if self.result is not None:
             return
         self.events.publish(event)
+        if self.trace is not None:
+            self.trace.event(event)
         if self.budget is not None and isinstance(event, UsageEvent):
             reported = Usage(
                 input_tokens=event.input_tokens,
@@ -204,6 +211,10 @@ class Turn:
         )
         self.events.close()
         self._settled.set()
+        if self.trace is not None and driver is not None:
+            # A turn that never reached the child (a failed start) leaves its span to the
+            # registry, which knows why.
+            self.trace.end(self.result)
         hooks, self.on_settle = self.on_settle, []
         for hook in hooks:
             hook(self.result)
