@@ -154,6 +154,7 @@ KIT_FACE = [
     "teardown_of",
     "tool_call_status",
     "tool_kind",
+    "traceparent",
 ]
 
 

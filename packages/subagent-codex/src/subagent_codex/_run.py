@@ -33,6 +33,7 @@ from subagent_core.kit import (
     Turn,
     TurnDriver,
     parse_structured_output,
+    traceparent,
 )
 
 from ._config import CodexConfig
@@ -147,7 +148,9 @@ class CodexChild(ChildProtocol):
             _log.info("Codex child: the model provider needs a login it lacks")
             raise ChildFailure(Failure("initialize", "authentication"))
         if self._resume_thread is None:
-            answer = await self.call(link, "thread/start", self._thread_params())
+            answer = await self.call(
+                link, "thread/start", self._thread_params(), traceparent=traceparent()
+            )
         else:
             answer = await self._resume(link, self._resume_thread)
         self._thread_id = _thread_id(answer)
@@ -210,7 +213,14 @@ class CodexChild(ChildProtocol):
 
     # -- requests ----------------------------------------------------------------------------------
 
-    async def call(self, link: ChildLink, method: str, params: Mapping[str, object]) -> object:
+    async def call(
+        self,
+        link: ChildLink,
+        method: str,
+        params: Mapping[str, object],
+        *,
+        traceparent: str | None = None,
+    ) -> object:
         """One request; a refused or lost one raises its classified failure.
 
         Raises:
@@ -218,7 +228,7 @@ class CodexChild(ChildProtocol):
         """
         stage = link.stage if self._driver is None else self.turn_stage
         try:
-            return await self.connection.request(method, params)
+            return await self.connection.request(method, params, traceparent=traceparent)
         except RPCError as error:
             _log.info("Codex child: %s answered with an error", method)
             raise ChildFailure(await self.failure(link, stage, error)) from error
@@ -296,7 +306,8 @@ class CodexTurn(TurnDriver):
         }
         if turn.output_schema is not None:
             params["outputSchema"] = turn.output_schema
-        self._turn_id = _turn_id(await child.call(self._link, "turn/start", params))
+        answer = await child.call(self._link, "turn/start", params, traceparent=turn.traceparent)
+        self._turn_id = _turn_id(answer)
         conn = child.connection
         while not turn.settled:
             if conn.broken is not None:

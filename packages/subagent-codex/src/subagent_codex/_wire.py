@@ -175,8 +175,11 @@ class Connection:
 
     # -- writing -------------------------------------------------------------------------
 
-    async def request(self, method: str, params: Mapping[str, object]) -> object:
-        """Sends a request and waits for its result.
+    async def request(
+        self, method: str, params: Mapping[str, object], *, traceparent: str | None = None
+    ) -> object:
+        """Sends a request and waits for its result; `traceparent` joins codex's work for it
+        to the caller's trace (the request's W3C `trace` field).
 
         Raises:
             RPCError: the child answered with an error.
@@ -189,7 +192,10 @@ class Connection:
         slot = _Slot()
         self._pending[ident] = slot
         try:
-            await self._write({"id": ident, "method": method, "params": dict(params)})
+            frame: JSON = {"id": ident, "method": method, "params": dict(params)}
+            if traceparent is not None:
+                frame["trace"] = {"traceparent": traceparent}
+            await self._write(frame)
             await slot.done.wait()
         finally:
             self._pending.pop(ident, None)

@@ -102,6 +102,7 @@ from ._structured import StructuredOutputError as StructuredOutputError
 from ._structured import parse_structured_output as parse_structured_output
 from ._structured import safe_cost as safe_cost
 from ._teardown import Teardown as Teardown
+from ._tracing import traceparent as traceparent
 from ._turn import Turn as Turn
 from ._turn import TurnDriver as TurnDriver
 from ._turn import TurnRun as TurnRun
@@ -198,4 +199,5 @@ __all__ = [
     "teardown_of",
     "tool_call_status",
     "tool_kind",
+    "traceparent",
 ]

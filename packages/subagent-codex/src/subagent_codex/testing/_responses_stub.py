@@ -53,6 +53,8 @@ class ResponsesStub:
         """Every request body received, parsed, in order."""
         self.authorizations: list[str | None] = []
         """The `Authorization` header of every request, in order."""
+        self.traceparents: list[str | None] = []
+        """The W3C `traceparent` header of every request, in order (trace propagation)."""
         self.stalled = threading.Event()
         """Set once a `stall` step has sent its partial text."""
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -80,10 +82,13 @@ class ResponsesStub:
             self._server.shutdown()
         self._server.server_close()
 
-    def _next_step(self, body: dict[str, Any], authorization: str | None) -> dict[str, Any]:
+    def _next_step(
+        self, body: dict[str, Any], authorization: str | None, traceparent: str | None = None
+    ) -> dict[str, Any]:
         with self._lock:
             self.requests.append(body)
             self.authorizations.append(authorization)
+            self.traceparents.append(traceparent)
             index = min(self._served, len(self._steps) - 1)
             self._served += 1
             return self._steps[index]
@@ -110,7 +115,10 @@ class ResponsesStub:
                 if not self.path.endswith("/responses"):
                     self._send_plain(404, "not found")
                     return
-                step = stub._next_step(body, self.headers.get("authorization"))
+                headers = self.headers
+                step = stub._next_step(
+                    body, headers.get("authorization"), headers.get("traceparent")
+                )
                 status = step.get("status")
                 if isinstance(status, int):
                     self._send_plain(status, str(step.get("body", "error")))
