@@ -6,7 +6,7 @@ import re
 
 import subagent_codex
 import subagent_codex.testing
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from subagent_codex._facts import Failure, map_failed_turn, result_diagnostic
 
@@ -51,6 +51,8 @@ def test_any_error_info_maps_into_the_grammar(info: object) -> None:
 
 @given(st.text(min_size=8, max_size=30).filter(lambda s: s.isalnum()))
 def test_no_unknown_variant_is_copied(name: str) -> None:
+    # A name that is itself a word of the fixed line ("provider", "category") proves nothing.
+    assume(name not in Failure("prompt", "unknown").line("codex"))
     for info in (name, {name: {"httpStatusCode": 500}}):
         _, failure = map_failed_turn(info)
         if failure is not None and failure.category == "unknown":
