@@ -85,7 +85,9 @@ def test_the_provider_states_what_it_enforces(workspace: Path) -> None:
     assert (
         provider.capabilities
         == MODEL_CAPABILITIES
-        == Capabilities(output_schema=True, depth_limit=True, tool_filter=True)
+        == Capabilities(
+            output_schema=True, depth_limit=True, tool_filter=True, sessions=True, resume=True
+        )
     )
     assert provider.inherits_parent_context is False
 

@@ -29,7 +29,7 @@ from ._result import OUTPUT_SCHEMA_ERROR, AgentResult, AgentStatus
 from ._round import ModelRound, ToolCall
 from ._tool import RequestContext, Tool, ToolOutcome
 from ._toolset import Toolset
-from ._usage import add_usage
+from ._usage import UsageObserver, add_usage
 
 _log = logging.getLogger("model_agent")
 
@@ -111,11 +111,13 @@ class Agent:
         cancel: CancelSignal | None = None,
         *,
         history: Sequence[ChatMessage] | None = None,
+        on_usage: UsageObserver | None = None,
     ) -> AgentResult:
         """Works on `prompt` until an answer, the step limit, a failure or `cancel`.
 
         `history` (a previous result's `history`, or `parse_history` of a stored one) replaces
-        the conversation this agent had; None continues the agent's own.
+        the conversation this agent had; None continues the agent's own. `on_usage` sees the
+        run's usage total as it grows (a host's budget can cancel the run between rounds).
 
         Raises:
             RuntimeError: another run of this agent is in progress.
@@ -157,7 +159,7 @@ class Agent:
                     mcp_tools=mcp_tools,
                 )
                 context.observer = self._gated(context)
-                run = _Run(self._config, self._history, context, toolset)
+                run = _Run(self._config, self._history, context, toolset, on_usage)
                 try:
                     result = await run.execute(prompt)
                 finally:
@@ -206,9 +208,11 @@ class _Run:
         history: list[ChatMessage],
         context: RequestContext,
         toolset: Toolset,
+        on_usage: UsageObserver | None = None,
     ) -> None:
         self._config = config
         self._toolset = toolset
+        self._on_usage = on_usage
         self._history = history
         """The agent's conversation, extended in place as the run goes."""
         self._system = {"role": "system", "content": _system_prompt(config)}
@@ -224,6 +228,12 @@ class _Run:
 
     def _add_usage(self, usage: Usage | None) -> None:
         self._usage = add_usage(self._usage, usage)
+        if usage is not None and self._usage is not None and self._on_usage is not None:
+            try:
+                self._on_usage(self._usage)
+            except Exception:
+                # As for the observer: a failing host callback must not change the run.
+                _log.exception("agent usage observer failed")
 
     def _record(self, entry: ActivityEntry) -> None:
         self._context.record(entry)

@@ -14,7 +14,11 @@ provider. Unlike out-of-process providers it can enforce two gated request field
   `Subagent failure (provider: model; stage: answer; category: output-schema)`.
 
 `persona` is not honoured (the registry refuses it). The child does not see the parent's
-conversation (`inherits_parent_context` is False).
+conversation (`inherits_parent_context` is False). A request's `Budget` is counted against the
+usage the child's model requests report as they come: the report that crosses it settles the
+run `error` with `Subagent failure (provider: model; stage: answer; category: budget)` and
+stops the child before its next request. Sessions (several turns, resume) are
+`ModelProvider`'s (`_model_session`); the one-shot provider here also serves delegated children.
 
 The child agent comes from an injected factory (`ChildAgentFactory`), so this module never
 imports the agent loop that uses it (the loop's delegate tool builds providers from here).
@@ -29,10 +33,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import anyio
 from subagent_core import (
+    Budget,
     CancelSignal,
     Capabilities,
     StopReason,
@@ -40,6 +46,7 @@ from subagent_core import (
     SubagentResult,
     SubagentRun,
     SubagentStartError,
+    Usage,
     UsageEvent,
 )
 from subagent_core.kit import EventBuffer, OwnedTask, failure_line, new_run_id
@@ -47,17 +54,29 @@ from subagent_core.kit import EventBuffer, OwnedTask, failure_line, new_run_id
 from ._child_events import core_event
 from ._config import AgentConfig
 from ._events import AgentEvent, AgentObserver, TextDelta, ToolStarted
+from ._history import ChatMessage
 from ._result import OUTPUT_SCHEMA_ERROR, AgentResult
+from ._usage import UsageObserver
 
 _log = logging.getLogger("model_agent")
 
 MODEL_PROVIDER = "model"
 
-MODEL_CAPABILITIES = Capabilities(output_schema=True, depth_limit=True, tool_filter=True)
-"""What the `model` provider enforces: structured output, depth and tool narrowing."""
+ONE_SHOT_CAPABILITIES = Capabilities(output_schema=True, depth_limit=True, tool_filter=True)
+"""What every `model` child enforces: structured output, depth and tool narrowing."""
 
-OUTPUT_SCHEMA_DIAGNOSTIC = failure_line(MODEL_PROVIDER, "answer", "output-schema")
+MODEL_CAPABILITIES = dataclasses.replace(ONE_SHOT_CAPABILITIES, sessions=True, resume=True)
+"""What `ModelProvider` enforces: the above, and sessions kept in the conversation history
+(live, and resumed from the stored history)."""
+
+ANSWER_STAGE = "answer"
+"""The stage every failure of a `model` child's turn names."""
+
+OUTPUT_SCHEMA_DIAGNOSTIC = failure_line(MODEL_PROVIDER, ANSWER_STAGE, "output-schema")
 """The diagnostic of a child whose answer failed the output schema after its one retry."""
+
+BUDGET_DIAGNOSTIC = failure_line(MODEL_PROVIDER, ANSWER_STAGE, "budget")
+"""The diagnostic of a run whose reported usage crossed its request's `Budget`."""
 
 ABORTED_BEFORE_START_TEXT = "subagent request was aborted before the model child started"
 
@@ -97,10 +116,21 @@ def child_config(config: AgentConfig, request: SubagentRequest) -> AgentConfig:
 
 
 class ChildAgent(Protocol):
-    """What a `ModelRun` drives: the `Agent.run` surface."""
+    """What a `ModelRun` or a session turn drives: the `Agent.run` surface."""
 
-    async def run(self, prompt: str, cancel: CancelSignal) -> AgentResult:
-        """Works on `prompt` until an outcome; never raises for model or tool failure."""
+    async def run(
+        self,
+        prompt: str,
+        cancel: CancelSignal,
+        *,
+        history: Sequence[ChatMessage] | None = None,
+        on_usage: UsageObserver | None = None,
+    ) -> AgentResult:
+        """Works on `prompt` until an outcome; never raises for model or tool failure.
+
+        A one-shot run passes neither keyword (`on_usage` only when it has a budget); a session
+        turn passes the conversation so far as `history`.
+        """
         ...
 
 
@@ -132,7 +162,7 @@ class ChildProvider:
 
     @property
     def capabilities(self) -> Capabilities:
-        return MODEL_CAPABILITIES
+        return ONE_SHOT_CAPABILITIES
 
     @property
     def inherits_parent_context(self) -> bool:
@@ -148,7 +178,7 @@ class ChildProvider:
             raise SubagentStartError(ABORTED_BEFORE_START_TEXT)
         shown = ShownText(self._observer)
         agent = self._agent_factory(child_config(self._config, request), observer=shown)
-        return ModelRun(agent, request.prompt, request.cancel, shown=shown)
+        return ModelRun(agent, request.prompt, request.cancel, shown=shown, budget=request.budget)
 
 
 class ShownText:
@@ -199,9 +229,11 @@ class ModelRun(SubagentRun):
         cancel: CancelSignal,
         *,
         shown: ShownText | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.id = new_run_id()
         self._agent = agent
+        self._budget = budget
         self._prompt = prompt
         self._request_cancel = cancel
         self._shown = ShownText() if shown is None else shown
@@ -237,16 +269,12 @@ class ModelRun(SubagentRun):
     async def _own(self) -> None:
         """The child's whole life: the agent's run, then the settlement."""
         try:
-            outcome = await self._agent.run(self._prompt, self._stop)
+            options: dict[str, Any] = {}
+            if self._budget is not None:
+                options["on_usage"] = self._count
+            outcome = await self._agent.run(self._prompt, self._stop, **options)
             if outcome.usage is not None:
-                self._shown.events.publish(
-                    UsageEvent(
-                        input_tokens=outcome.usage.input_tokens,
-                        output_tokens=outcome.usage.output_tokens,
-                        cached_input_tokens=outcome.usage.cached_input_tokens,
-                        cost=outcome.usage.cost,
-                    )
-                )
+                self._shown.events.publish(usage_event(outcome.usage))
             schema_failed = outcome.status == "failed" and outcome.error == OUTPUT_SCHEMA_ERROR
             self._settle(
                 SubagentResult(
@@ -263,6 +291,23 @@ class ModelRun(SubagentRun):
             self._settle(SubagentResult(stop_reason="error"))
         finally:
             self._settle_aborted()
+
+    def _count(self, usage: Usage) -> None:
+        """A usage report: past the budget, the run settles `error` + `budget` and the child
+        stops (its usage so far is published first, so a consumer sees what crossed it)."""
+        budget = self._budget
+        if budget is None or self._settled is not None or not budget.crossed_by(usage):
+            return
+        self._shown.events.publish(usage_event(usage))
+        self._settle(
+            SubagentResult(
+                stop_reason="error",
+                output=self._shown.text,
+                diagnostic=BUDGET_DIAGNOSTIC,
+                usage=usage,
+            )
+        )
+        self._stop.cancel()
 
     def _settle(self, result: SubagentResult) -> None:
         if self._settled is None:
@@ -303,3 +348,13 @@ class ModelRun(SubagentRun):
                     if not owner.done:
                         self._dispose_outcome = failure_line(MODEL_PROVIDER, "teardown", "unknown")
         return self._dispose_outcome
+
+
+def usage_event(usage: Usage) -> UsageEvent:
+    """The run event that reports `usage`."""
+    return UsageEvent(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_input_tokens=usage.cached_input_tokens,
+        cost=usage.cost,
+    )

@@ -8,10 +8,13 @@ in one currency (a sum across currencies would be a made-up number).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from subagent_core import Cost, Usage
+
+UsageObserver = Callable[[Usage], None]
+"""Told a run's usage total so far each time a request or a delegated child reports some."""
 
 
 def stream_usage(raw: Mapping[str, Any]) -> Usage:

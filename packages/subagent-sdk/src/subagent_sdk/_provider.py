@@ -4,6 +4,11 @@ The run's lifecycle is the kit's `ChildSession` with one turn over the protocol 
 `prewarm > 0` the runtime usually comes from the provider's warm pool (spawned and past
 `initialize` in the background, used for exactly one run; the session adopts it); otherwise, or
 when none is ready for the run's cwd, the session spawns it cold.
+
+A session (`open_session`) is the same child kept for several turns: each turn prompts the
+runtime's one session again. There is no cold resume: the wire cannot load a session by id
+(an unknown id is created empty), so a runtime that lost the conversation could not be told
+from one that kept it, and a resume would silently start afresh.
 """
 
 from __future__ import annotations
@@ -11,14 +16,35 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from subagent_core import NO_CAPABILITIES, Capabilities, SubagentRequest, SubagentRun
-from subagent_core.kit import AsyncClosing, ChildSession, compose_start_error, start_preamble
+from subagent_core import (
+    CancelSignal,
+    Capabilities,
+    SessionRequest,
+    SubagentError,
+    SubagentRequest,
+    SubagentRun,
+    SubagentStartError,
+)
+from subagent_core.kit import (
+    AsyncClosing,
+    ChildSession,
+    ChildTurns,
+    SessionSlot,
+    aborted_before_start_text,
+    compose_start_error,
+    session_workspace,
+    start_preamble,
+)
 
 from ._config import SDKConfig
 from ._pool import WarmPool, WarmRuntime
 from ._run import SDKChild
 
 _log = logging.getLogger("subagent_sdk")
+
+CAPABILITIES = Capabilities(sessions=True)
+"""Several turns on one runtime; no resume (see the module doc). A runtime's depth, tools,
+persona or output schema cannot be enforced from here."""
 
 
 class SDKProvider(AsyncClosing):
@@ -38,8 +64,7 @@ class SDKProvider(AsyncClosing):
 
     @property
     def capabilities(self) -> Capabilities:
-        """All false: a runtime's depth, tools, persona or schema cannot be enforced from here."""
-        return NO_CAPABILITIES
+        return CAPABILITIES
 
     @property
     def inherits_parent_context(self) -> bool:
@@ -83,18 +108,59 @@ class SDKProvider(AsyncClosing):
         config = self._config
         configured = None if config.cwd is None else Path(config.cwd)
         cwd = start_preamble("SDK", config.provider_name, request, configured)
-        warm = await self._take_warm(cwd, request)
+        warm = await self._take_warm(cwd, request.cancel)
         child = SDKChild(config, cwd, warm=None if warm is None else warm.connection)
         session = self.new_session(child)
         turn = session.begin_turn(request.prompt, cancel=request.cancel, budget=request.budget)
-        if warm is None:
-            await session.open(request.cancel)
-        else:
-            _log.debug("an SDK run starts on a warm runtime")
-            await warm.hand_over(session, request.cancel)
+        await self._open(session, warm, request.cancel)
         return session.run_of(turn, ends_session=True)
 
-    async def _take_warm(self, cwd: Path, request: SubagentRequest) -> WarmRuntime | None:
+    async def open_session(self, request: SessionRequest, slot: SessionSlot) -> ChildTurns:
+        """A runtime kept for several turns, each a `session/prompt` on its one session.
+
+        A turn given up early (cancel, dispose, idle deadline) runs out in the runtime, as the
+        wire has no cancel: the next turn's prompt waits behind it and collects only from its
+        own receipt.
+
+        Raises:
+            SubagentStartError: as `start`.
+        """
+        config = self._config
+        if request.cancel.cancelled:
+            raise SubagentStartError(aborted_before_start_text("SDK"))
+        configured = None if config.cwd is None else Path(config.cwd)
+        cwd = session_workspace(
+            "SDK", config.provider_name, request, configured, slot, resume=False
+        )
+        warm = await self._take_warm(cwd, request.cancel)
+        session = self.new_session(
+            SDKChild(config, cwd, warm=None if warm is None else warm.connection)
+        )
+        await self._open(session, warm, request.cancel)
+        return ChildTurns(session, slot, request)
+
+    async def resume_session(self, request: SessionRequest, slot: SessionSlot) -> ChildTurns:
+        """Not offered (`Capabilities.resume` is false, so the registry refuses it first): the
+        wire cannot load a session by id, and a runtime that lost one would start afresh.
+
+        Raises:
+            SubagentError: `UNSUPPORTED_CAPABILITY`, always.
+        """
+        raise SubagentError(
+            "UNSUPPORTED_CAPABILITY",
+            f'subagent provider "{self.name}" does not support the "resume" capability',
+        )
+
+    async def _open(
+        self, session: ChildSession, warm: WarmRuntime | None, cancel: CancelSignal
+    ) -> None:
+        if warm is None:
+            await session.open(cancel)
+        else:
+            _log.debug("an SDK run starts on a warm runtime")
+            await warm.hand_over(session, cancel)
+
+    async def _take_warm(self, cwd: Path, cancel: CancelSignal) -> WarmRuntime | None:
         """A warm runtime for `cwd`, if one is ready.
 
         Raises:
@@ -103,9 +169,9 @@ class SDKProvider(AsyncClosing):
         if self._pool is None:
             return None
         warm: WarmRuntime | None = None
-        with request.cancel.cancel_scope():
+        with cancel.cancel_scope():
             warm = await self._pool.take(cwd)
-        if request.cancel.cancelled:
+        if cancel.cancelled:
             if warm is not None:
                 await warm.discard()
             raise compose_start_error("SDK", cancelled=True, startup_line=None, cleanup_line=None)

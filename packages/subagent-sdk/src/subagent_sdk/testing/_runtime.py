@@ -257,8 +257,10 @@ class _Runtime:
         async with lock:
             await self.turn(session, message_id, params.text)
 
-    def answer(self) -> str:
+    def answer(self, prompt: str) -> str:
         script = self.script
+        if script.echo_prompt:
+            return prompt
         if script.echo_cwd:
             return os.getcwd()
         if script.echo_identity:
@@ -293,7 +295,7 @@ class _Runtime:
             await self.wait_go()
         if script.malformed_event:
             await self.notify(SESSION_EVENT, {"sessionId": session, "event": "not an envelope"})
-        answer = self.answer()
+        answer = self.answer(text)
         await self.activity(session)
         await self.deltas(session, answer)
         if script.subagent is not None:

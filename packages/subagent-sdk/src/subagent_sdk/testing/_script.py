@@ -44,6 +44,7 @@ class FakeScript:
     echo_cwd: bool = False
     echo_env: list[str] = field(default_factory=_no_names)
     echo_identity: bool = False
+    echo_prompt: bool = False
     record_initialize: str | None = None
     initialize_error: dict[str, Any] | None = None
     initialize_result: JSONValue = None
