@@ -15,7 +15,6 @@ from subagent_claude import ClaudeConfig, ClaudeProvider
 from subagent_claude.testing import fake_claude_argv
 from subagent_core import (
     EventsDropped,
-    MessageChunk,
     PermissionAsk,
     SubagentRegistry,
     SubagentRequest,
@@ -78,14 +77,6 @@ async def test_death_mid_frame_reports_the_exit_code(
         None,
     )
     assert result.output == "PONG"  # what was said before the crash is kept
-
-
-async def test_eof_deaf_term_trapping_child_is_killed(
-    fake_config: MakeConfig, run_once: Any
-) -> None:
-    config = fake_config({"ignore_eof": True, "trap_sigterm": True})
-    result, disposed = await run_once(config, seconds=20)
-    assert (result.stop_reason, disposed) == ("completed", None)
 
 
 @pytest.mark.parametrize("how", ["setsid", "double_fork", "plain"])
@@ -159,20 +150,6 @@ async def test_env_scrub_and_removal(
     given, _ = await run_once(fake_config(script, env={"ANTHROPIC_API_KEY": "sk-given"}))
     assert json.loads(given.output)["ANTHROPIC_API_KEY"] == "sk-given"
     assert json.loads(given.output)["IS_SANDBOX"] == "yes"
-
-
-async def test_idle_timeout_keeps_partial_output(fake_config: MakeConfig, run_once: Any) -> None:
-    config = fake_config({"hang_at": "prompt", "text": "said so far"}, idle_timeout_seconds=0.5)
-    events: list[Any] = []
-    result, disposed = await run_once(config, events=events, seconds=20)
-    assert (result.stop_reason, result.diagnostic, disposed) == (
-        "error",
-        P + "prompt; category: timeout)",
-        None,
-    )
-    assert result.output == "said so far"
-    assert any(isinstance(e, MessageChunk) for e in events)
-    assert not any(isinstance(e, EventsDropped) for e in events)
 
 
 async def test_a_host_callback_slower_than_the_idle_bound_does_not_time_out(

@@ -50,8 +50,10 @@ def resolve_command(config: ClaudeConfig) -> str | None:
     return None if bundled is None else str(bundled)
 
 
-def protocol_options(config: ClaudeConfig, output_schema: Mapping[str, Any] | None) -> list[str]:
-    """The provider's own options, after `config.args`."""
+def protocol_options(
+    config: ClaudeConfig, output_schema: Mapping[str, Any] | None, *, resume: str | None = None
+) -> list[str]:
+    """The provider's own options, after `config.args`; `resume` continues that session."""
     options = [
         "--output-format",
         "stream-json",
@@ -74,4 +76,6 @@ def protocol_options(config: ClaudeConfig, output_schema: Mapping[str, Any] | No
         options += ["--max-turns", str(config.max_turns)]
     if output_schema is not None:
         options += ["--json-schema", json.dumps(dict(output_schema), separators=(",", ":"))]
+    if resume is not None:
+        options += ["--resume", resume]
     return options

@@ -11,6 +11,7 @@ policy here cannot be shadowed from the command line.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,9 @@ RESERVED_OPTIONS = frozenset(
     }
 )
 """Options the provider sets itself; `args` naming one is a configuration error."""
+
+_SECURE_STORAGE = "CLAUDE_SECURESTORAGE_CONFIG_DIR"
+"""Where the CLI keeps its login, apart from its `CLAUDE_CONFIG_DIR` (Claude Code 2.1.x)."""
 
 _PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _OWNER = "ClaudeConfig"
@@ -199,15 +203,46 @@ class ClaudeConfig:
         except ValueError as error:
             raise ValueError(f"{_OWNER}.{error}") from None
 
-    def child_command(self, command: str, cwd: Path, tail: Sequence[str]) -> ChildCommand:
-        """The child for `cwd`: `command`, `args`, then the provider's own options (`tail`)."""
+    def child_command(
+        self, command: str, cwd: Path, tail: Sequence[str], config_dir: Path | None = None
+    ) -> ChildCommand:
+        """The child for `cwd`: `command`, `args`, then the provider's own options (`tail`).
+
+        `config_dir` is a resumable session's own `CLAUDE_CONFIG_DIR` (its transcripts and
+        the CLI's state). The login stays where the user keeps it: the CLI reads
+        `.credentials.json` (and the keychain entry) from `CLAUDE_SECURESTORAGE_CONFIG_DIR`,
+        set to the config dir a one-shot child would use unless `env` or the parent sets it.
+        """
+        env = self.env
+        if config_dir is not None:
+            session = dict(env)
+            session["CLAUDE_CONFIG_DIR"] = str(config_dir)
+            if self._child_sees(_SECURE_STORAGE) is None:
+                # "" is the CLI's own default: `~/.claude` and the unsuffixed keychain entry.
+                session[_SECURE_STORAGE] = self._child_sees("CLAUDE_CONFIG_DIR") or ""
+            env = session
         return ChildCommand(
             command=command,
             args=(*self.args, *tail),
-            env=self.env,
+            env=env,
             cwd=cwd,
             remote=self.remote,
         )
+
+    def user_config_dir(self) -> Path:
+        """The config dir a one-shot child uses: `CLAUDE_CONFIG_DIR`, else `~/.claude`."""
+        configured = self._child_sees("CLAUDE_CONFIG_DIR")
+        if configured:
+            return Path(configured)
+        home = self._child_sees("HOME")
+        return (Path(home) if home else Path.home()) / ".claude"
+
+    def _child_sees(self, name: str) -> str | None:
+        """The value of `name` in a child's environment: `env`'s (`None`: removed), else
+        the parent's."""
+        if name in self.env:
+            return self.env[name]
+        return os.environ.get(name)
 
 
 def _option_name(arg: str) -> str:

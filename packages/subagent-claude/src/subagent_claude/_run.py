@@ -9,15 +9,23 @@ CLI's frames itself until its `result` (or the first 401/403, which settles `aut
 at once; the kit then interrupts the CLI's retries). The CLI answers every user message with
 exactly one `result`, in order, so the child counts the results still owed: while an earlier,
 interrupted turn's is outstanding, the frames read belong to that turn and its `result`
-settles nothing.
+settles nothing (its usage is counted with the turn that reads it).
+
+A session's turns are user messages on the same process. A resumed child starts with
+`--resume <id>`, the `session_id` the CLI reported (kept in the session's record, never shown):
+a CLI that no longer holds that conversation writes one `result` (`error_during_execution`,
+`startup_failure_reason: resume_target_not_found` where it says why) and exits before it
+answers `initialize`; that is the start error `resume-miss`, never a fresh conversation.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import anyio
 from subagent_core import StopReason, Usage
@@ -31,6 +39,7 @@ from subagent_core.kit import (
     StructuredOutputError,
     Turn,
     TurnDriver,
+    add_usage,
     parse_structured_output,
 )
 
@@ -38,7 +47,7 @@ from ._argv import protocol_options
 from ._config import ClaudeConfig
 from ._facts import is_auth_signal, map_result
 from ._permission import PermissionDesk
-from ._transcript import Transcript, result_usage
+from ._transcript import CostMeter, Transcript, usage_event
 from ._wire import (
     Closed,
     Frame,
@@ -55,6 +64,18 @@ _log = logging.getLogger("subagent_claude")
 
 _LOST: Final[frozenset[Closed]] = frozenset({"eof", "read-error", "write-failed"})
 
+_SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+"""A `session_id` worth keeping for `--resume` (a UUID in practice; never an option)."""
+
+
+def resumable(session_id: object) -> TypeGuard[str]:
+    """True for a session id `--resume` may take (a record holds it; a child reported it)."""
+    return isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id) is not None
+
+
+_RESUME_MISSED: Final = "resume_target_not_found"
+"""The `startup_failure_reason` of a resume whose conversation is gone (older CLIs give none)."""
+
 
 class ClaudeChild(ChildProtocol):
     """One `claude` CLI process: its wire, and the `result` frames its turns still owe."""
@@ -67,12 +88,24 @@ class ClaudeChild(ChildProtocol):
         cwd: Path,
         command: str,
         output_schema: dict[str, Any] | None,
+        *,
+        config_dir: Path | None = None,
+        resume: str | None = None,
+        on_session: Callable[[str], None] | None = None,
+        spent_usd: float = 0.0,
     ) -> None:
         self._config = config
         self._command = command
         self._cwd = cwd
         # `--json-schema` is a CLI option: the schema is the process's, fixed at spawn.
         self._output_schema = output_schema
+        self._config_dir = config_dir
+        """A resumable session's own `CLAUDE_CONFIG_DIR` (where its transcript is kept)."""
+        self._resume = resume
+        self._on_session = on_session
+        self.session_id = resume
+        """The CLI's own session id as last reported (child-controlled: kept, never shown)."""
+        self.meter = CostMeter(spent_usd)
         self.stderr = config.child_stderr
         self._wire: Wire | None = None
         self.results_owed = 0
@@ -80,8 +113,16 @@ class ClaudeChild(ChildProtocol):
 
     def command(self) -> ChildCommand:
         config = self._config
-        options = protocol_options(config, self._output_schema)
-        return config.child_command(self._command, self._cwd, options)
+        options = protocol_options(config, self._output_schema, resume=self._resume)
+        return config.child_command(self._command, self._cwd, options, self._config_dir)
+
+    def note_session(self, value: object) -> None:
+        """Keeps the session id a frame reports, when it is one `--resume` can take."""
+        if not resumable(value) or value == self.session_id:
+            return
+        self.session_id = value
+        if self._on_session is not None:
+            self._on_session(value)
 
     @property
     def config(self) -> ClaudeConfig:
@@ -120,9 +161,14 @@ class ClaudeChild(ChildProtocol):
         """True once `frame` answers `initialize` with success.
 
         Raises:
-            ChildFailure: the CLI refused `initialize` (`protocol`).
+            ChildFailure: the CLI refused `initialize` (`protocol`), or a resumed CLI does
+                not hold the conversation (`resume-miss`).
         """
         kind = frame.get("type")
+        reason = frame.get("startup_failure_reason")
+        if kind == "result" and self._resume is not None and reason in (None, _RESUME_MISSED):
+            _log.info("Claude child: the CLI does not hold the session to resume")
+            raise ChildFailure(Failure("initialize", "resume-miss"))
         if kind == "control_response":
             response = as_object(frame.get("response"))
             if response.get("request_id") != request_id:
@@ -157,8 +203,10 @@ class ClaudeTurn(TurnDriver):
         self._link = link
         self._turn = turn
         self._max_output = child.config.max_output_bytes
-        self._transcript = Transcript(turn.publish, self._max_output)
+        self._transcript = Transcript(turn.publish, self._max_output, self._running)
         self._usage: Usage | None = None
+        self._streamed: Usage | None = None
+        """The tokens the turn's model calls reported while streaming."""
         self._final: str | None = None
         self._sent = False
 
@@ -168,7 +216,10 @@ class ClaudeTurn(TurnDriver):
 
     @property
     def usage(self) -> Usage | None:
-        return self._usage
+        if self.finished:
+            return self._usage
+        # Settled before its `result`: what it saw stream, so a budget's crossing is counted.
+        return add_usage(self._child.meter.held, self._streamed)
 
     async def run(self) -> None:
         child, turn = self._child, self._turn
@@ -197,8 +248,14 @@ class ClaudeTurn(TurnDriver):
             raise ChildFailure(await child.closed_failure(self._link, closed, "prompt"))
 
     async def interrupt(self) -> None:
-        """`control_request{subtype: interrupt}`, so the CLI stops working (and retrying)."""
-        wire = self._child.wire
+        """`control_request{subtype: interrupt}`, so the CLI stops working (and retrying).
+
+        The kit calls it for a turn settled before its `result`: the usage that turn settled
+        with took what was held, so nothing is held any more.
+        """
+        child = self._child
+        child.meter.counted()
+        wire = child.wire
         if not self._sent or wire.closed is not None:
             return
         try:
@@ -206,14 +263,25 @@ class ClaudeTurn(TurnDriver):
         except WireClosedError:
             _log.debug("Claude child: interrupt was not delivered")
 
+    def _running(self, tokens: Usage) -> None:
+        """The turn's running tokens (with what an interrupted turn left to count)."""
+        self._streamed = tokens
+        usage = self.usage
+        if usage is not None:
+            self._turn.publish(usage_event(usage))
+
     async def _on_frame(self, frame: Frame, desk: PermissionDesk) -> None:
         kind = frame.get("type")
         child = self._child
+        if kind in ("system", "result"):
+            child.note_session(frame.get("session_id"))
         if kind == "result":
             # Before any await: a cancel must not lose the count.
             child.results_owed = max(0, child.results_owed - 1)
             if child.results_owed == 0:
                 self._on_result(frame)
+            else:
+                child.meter.hold(frame)
             return
         if child.results_owed > 1:
             # An earlier, interrupted turn is still ending: none of this is ours.
@@ -244,11 +312,9 @@ class ClaudeTurn(TurnDriver):
     def _on_result(self, frame: Frame) -> None:
         self.finished = True
         turn = self._turn
-        usage, event = result_usage(frame)
-        if usage is not None:
-            self._usage = usage
-        if event is not None:
-            turn.publish(event)
+        self._usage = self._child.meter.settle(frame)
+        if self._usage is not None:
+            turn.publish(usage_event(self._usage))
         asked = turn.cancel.cancelled or turn.stop_requested
         stop_reason, failure = map_result(frame, self._transcript.last_error, interrupted=asked)
         if stop_reason == "completed":

@@ -6,6 +6,11 @@ the output; an `assistant` message whose id streamed no delta (a CLI without par
 synthetic message) adds its text instead. Child text goes into events (untrusted, bounded by
 the event buffer) and the bounded output; the only things read for facts are closed codes and
 numbers.
+
+Usage: a `result`'s `usage` counts that turn alone, but its `total_cost_usd` is the CLI's
+running total for the conversation (restored by `--resume`), so `CostMeter` keeps each turn's
+own part. While a turn runs, each model call's `message_start` / `message_delta` counts are
+reported as the turn's running tokens, so a budget can stop a long turn before its `result`.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from subagent_core import (
+    Cost,
     MessageChunk,
     SubagentEvent,
     ThoughtChunk,
@@ -23,7 +29,7 @@ from subagent_core import (
     Usage,
     UsageEvent,
 )
-from subagent_core.kit import BoundedText, safe_cost
+from subagent_core.kit import BoundedText, add_usage, safe_cost
 
 from ._facts import tool_kind_of
 from ._wire import Frame, as_list, as_object
@@ -58,14 +64,25 @@ class _Recent:
 class Transcript:
     """One turn's view of the stream."""
 
-    def __init__(self, publish: Callable[[SubagentEvent], None], max_output_bytes: int) -> None:
+    def __init__(
+        self,
+        publish: Callable[[SubagentEvent], None],
+        max_output_bytes: int,
+        on_usage: Callable[[Usage], None] | None = None,
+    ) -> None:
         self._publish = publish
+        self._on_usage = on_usage
+        """Called with the turn's running token counts after each model call's report."""
         self.output = BoundedText(max_output_bytes)
         self.last_error: object = None
         """The latest assistant `error` code (compared against closed sets only)."""
         self._streamed = _Recent()
         self._current: str | None = None
         self._tools = _Recent()
+        self._earlier: Usage | None = None
+        """The tokens of this turn's finished model calls."""
+        self._call: dict[str, int] = {}
+        """The tokens of the model call streaming now, as its events last said."""
 
     def on_stream_event(self, frame: Frame) -> None:
         """A partial-message event: text and thinking deltas."""
@@ -74,8 +91,15 @@ class Transcript:
         event = as_object(frame.get("event"))
         kind = event.get("type")
         if kind == "message_start":
-            message_id = as_object(event.get("message")).get("id")
+            message = as_object(event.get("message"))
+            message_id = message.get("id")
             self._current = message_id if isinstance(message_id, str) else None
+            self._earlier = add_usage(self._earlier, _tokens(self._call))
+            self._call = {}
+            self._count_call(message.get("usage"))
+            return
+        if kind == "message_delta":
+            self._count_call(event.get("usage"))
             return
         if kind != "content_block_delta":
             return
@@ -144,27 +168,83 @@ class Transcript:
         self._publish(MessageChunk(text=text))
         self.output.add(text)
 
+    def _count_call(self, usage: object) -> None:
+        """A model call's counts so far (`message_delta` repeats them as they grow)."""
+        counts = as_object(usage)
+        changed = False
+        for key in _TOKEN_KEYS:
+            value = _count(counts.get(key))
+            if value is not None:
+                self._call[key] = value
+                changed = True
+        running = add_usage(self._earlier, _tokens(self._call))
+        if changed and running is not None and self._on_usage is not None:
+            self._on_usage(running)
 
-def result_usage(result: Mapping[str, Any]) -> tuple[Usage | None, UsageEvent | None]:
-    """`result.usage` token counts and `total_cost_usd` as `Cost(amount, "USD")`."""
-    usage = as_object(result.get("usage"))
-    input_tokens = _count(usage.get("input_tokens"))
-    output_tokens = _count(usage.get("output_tokens"))
-    cached = _count(usage.get("cache_read_input_tokens"))
-    cost = safe_cost(result.get("total_cost_usd"), "USD")
-    if input_tokens is None and output_tokens is None and cost is None:
-        return None, None
-    return (
-        Usage(
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cached_input_tokens=cached,
-            cost=cost,
-        ),
-        UsageEvent(
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cached_input_tokens=cached,
-            cost=cost,
-        ),
+
+_TOKEN_KEYS: Final = ("input_tokens", "output_tokens", "cache_read_input_tokens")
+
+
+def _tokens(counts: Mapping[str, Any]) -> Usage | None:
+    """The token counts of a `usage` object (unknown or invalid ones left out)."""
+    input_tokens = _count(counts.get("input_tokens"))
+    output_tokens = _count(counts.get("output_tokens"))
+    cached = _count(counts.get("cache_read_input_tokens"))
+    if input_tokens is None and output_tokens is None and cached is None:
+        return None
+    return Usage(input_tokens=input_tokens, output_tokens=output_tokens, cached_input_tokens=cached)
+
+
+def usage_event(usage: Usage) -> UsageEvent:
+    """The running-totals event of a turn's usage."""
+    return UsageEvent(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_input_tokens=usage.cached_input_tokens,
+        cost=usage.cost,
     )
+
+
+class CostMeter:
+    """Each `result`'s own usage out of the CLI's running cost, for one child process.
+
+    `total_cost_usd` grows over the conversation, every turn of the process and (after
+    `--resume`) the earlier processes' turns too; a turn's own cost is what the total added
+    since the previous `result` read. A turn that settles before its `result` (a cancel, the
+    budget, an authentication failure) reports the tokens it saw stream; its late `result`
+    arrives during the next turn, and the cost it adds is held and counted with that turn, so
+    the session's cost still adds up to the CLI's total (which a resume restores).
+    """
+
+    def __init__(self, spent: float = 0.0) -> None:
+        self._seen = spent
+        """The running total as last read (on a resume: what the session had spent)."""
+        self.held: Usage | None = None
+        """The cost interrupted turns' late `result`s added, not counted yet."""
+
+    def own(self, result: Mapping[str, Any]) -> Usage | None:
+        """A `result`'s own usage: its tokens and its part of the running cost."""
+        tokens = _tokens(as_object(result.get("usage")))
+        total = safe_cost(result.get("total_cost_usd"), "USD")
+        if total is None:
+            return tokens
+        # A total below the one seen: the CLI restored less than was spent (a killed child).
+        cost = Cost(max(0.0, total.amount - self._seen), "USD")
+        self._seen = total.amount
+        return add_usage(tokens, Usage(cost=cost))
+
+    def hold(self, result: Mapping[str, Any]) -> None:
+        """An interrupted turn's late `result`: its cost waits for the turn that reads it."""
+        own = self.own(result)
+        if own is not None and own.cost is not None:
+            self.held = add_usage(self.held, Usage(cost=own.cost))
+
+    def counted(self) -> None:
+        """A turn settled before its `result`, its usage including what was held."""
+        self.held = None
+
+    def settle(self, result: Mapping[str, Any]) -> Usage | None:
+        """The usage of the turn `result` ends, with whatever was held for it."""
+        usage = add_usage(self.held, self.own(result))
+        self.held = None
+        return usage

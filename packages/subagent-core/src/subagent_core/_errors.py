@@ -35,7 +35,7 @@ class SubagentStartError(SubagentError):
         self.diagnostic = diagnostic
 
 
-ChildKind = Literal["ACP", "SDK", "Claude", "Codex"]
+ChildKind = Literal["ACP", "SDK", "Claude", "Codex", "model"]
 """The provider class named in the fixed aborted-before-start sentence."""
 
 

@@ -161,8 +161,10 @@ class SubagentRegistry(AsyncClosing):
             SubagentStartError: the child could not start (text bounded).
         """
         provider = self._session_provider(name, request, "sessions")
+        # A session that cannot be resumed keeps nothing on disk, so no handle promises one.
+        state_dir = request.state_dir if provider.capabilities.resume else None
         try:
-            slot = new_slot(request.state_dir, name, request.label)
+            slot = new_slot(state_dir, name, request.label)
         except (OSError, SessionBusyError) as error:
             raise _start_error(name, "configuration") from error
         trace = start_span(name, conversation=slot.handle, **provider_facts(provider))

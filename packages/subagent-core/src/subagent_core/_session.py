@@ -198,7 +198,9 @@ def session_workspace(
         SubagentStartError: as `start_preamble`; `resume-miss` when the record holds no child
             session; `configuration` for another workspace.
     """
-    cwd = start_preamble(kind, provider, request.turn_request(""), configured_cwd)
+    cwd = start_preamble(
+        kind, provider, request.turn_request("", cancel=request.cancel), configured_cwd
+    )
     record = slot.record
     if not resume:
         slot.update(cwd=str(cwd))

@@ -10,7 +10,18 @@ milliseconds; it ignores the CLI options the provider passes, except that it not
 
 Hostile knobs make it flood, write garbage or an over-long line, die mid-frame, ignore EOF, trap
 SIGTERM, leave `setsid`/double-fork escapees, storm the parent with `can_use_tool` requests or
-send control requests the parent does not serve.
+send control requests the parent does not serve. It reads the shared knobs of the conformance
+suite (`subagent_core.testing.conformance`) too: `hang_at` `handshake` is `initialize` and
+`turn` is `prompt`, `exit_code` exits on the `initialize` request, `trap_term` is
+`trap_sigterm`, `grandchild_holds_stdout` / `setsid_escapee` start grandchildren before the
+text, `flood` streams that many thinking deltas first.
+
+Like the CLI it answers each user message with one turn and one `result` until stdin closes;
+`turns` lays knobs over the rest per turn. `total_cost_usd` is the conversation's running total
+(each turn adds its `cost`); a turn streams its token counts (`message_start`/`_delta`). With
+`transcripts` it keeps the conversation where the CLI does (`CLAUDE_CONFIG_DIR/projects/<cwd>/
+<id>.jsonl`, the total written at EOF) so `--resume <id>` continues it; an id it does not hold
+gets the captured `resume-miss` frame (plus newer CLIs' `startup_failure_reason`) and exit 1.
 """
 
 from __future__ import annotations
@@ -23,6 +34,8 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
+from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any, cast
@@ -60,8 +73,21 @@ KNOBS = frozenset(
         "echo_env",
         "structured_output",
         "refuse_initialize",
+        "trap_term",
+        "grandchild_holds_stdout",
+        "setsid_escapee",
+        "flood",
+        "turns",
+        "cost",
+        "transcripts",
+        "session_id",
     }
 )
+
+_FIXED_SESSION_ID = "00000000-0000-4000-8000-000000000001"
+_TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens")
+
+_SHARED_HANG_AT = {"handshake": "initialize", "turn": "prompt"}
 
 Frame = dict[str, Any]
 
@@ -95,11 +121,17 @@ class FakeClaude:
     """One scripted CLI session."""
 
     def __init__(self, script: Mapping[str, Any], argv: list[str]) -> None:
+        self.base = script
         self.script = script
         self.partials = "--include-partial-messages" in argv
         self.schema = "--json-schema" in argv
         self.out = _Out(sys.stdout.buffer)
-        self.session_id = "00000000-0000-4000-8000-000000000001"
+        self.resume = argv[argv.index("--resume") + 1] if "--resume" in argv[:-1] else None
+        fresh = str(uuid.uuid4()) if script.get("transcripts") else _FIXED_SESSION_ID
+        self.session_id = str(script.get("session_id") or self.resume or fresh)
+        self.cost_total = 0.0
+        self._prompts: deque[Frame] = deque()
+        self.turn = 0
         self._record: IO[str] | None = None
         if script.get("record_file"):
             self._record = Path(script["record_file"]).open("a", encoding="utf-8")  # noqa: SIM115
@@ -138,6 +170,8 @@ class FakeClaude:
             self._answers[str(response.get("request_id"))] = response
         elif frame.get("type") == "control_request":
             self._control(frame)
+        elif frame.get("type") == "user":
+            self._prompts.append(frame)  # queued, as the CLI queues a message sent mid-turn
 
     def _control(self, frame: Frame) -> None:
         request = _object(frame.get("request"))
@@ -163,6 +197,10 @@ class FakeClaude:
         frame = self.read()
         if frame is None:
             return 0
+        if self.script.get("exit_code") is not None:
+            return int(self.script["exit_code"])
+        if self.resume is not None and not self._restore():
+            return self._resume_missed()
         if self.script.get("hang_at") == "initialize":
             return self._hang()
         init = copy.deepcopy(_template("control_response"))
@@ -174,17 +212,63 @@ class FakeClaude:
                 "error": "SECRET-init-refused",
             }
         self.out.frame(init)
-        prompt = self.read()
-        if prompt is None:
-            return 0
-        try:
-            if self.script.get("replay"):
-                self._replay(str(self.script["replay"]))
-            else:
-                self._turn()
-        except _Interrupted:
-            self._aborted()
+        turns = list(self.base.get("turns") or [])
+        while self._next_prompt():
+            overlay = _object(turns[self.turn]) if self.turn < len(turns) else {}
+            self.script = {**self.base, **overlay}
+            self.turn += 1
+            self._keep({"type": "user", "turn": self.turn})
+            try:
+                if self.script.get("replay"):
+                    self._replay(str(self.script["replay"]))
+                else:
+                    self._turn()
+            except _Interrupted:
+                self._aborted()
+        self._keep({"type": "cost-state", "totalCostUSD": self.cost_total})
         return self._linger()
+
+    def _next_prompt(self) -> bool:
+        """Waits for the parent's next user message; False at EOF."""
+        while not self._prompts:
+            frame = self.read()
+            if frame is None:
+                return False
+            with contextlib.suppress(_Interrupted):  # between turns it stops nothing
+                self._note(frame)
+        self._prompts.popleft()
+        return True
+
+    def _transcript(self) -> Path | None:
+        config_dir = os.environ.get("CLAUDE_CONFIG_DIR")
+        if not self.base.get("transcripts") or not config_dir:
+            return None
+        project = "".join(c if c.isalnum() else "-" for c in os.getcwd())
+        return Path(config_dir) / "projects" / project / f"{self.session_id}.jsonl"
+
+    def _keep(self, entry: Frame) -> None:
+        if (path := self._transcript()) is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as stream:
+                stream.write(json.dumps(entry) + "\n")
+
+    def _restore(self) -> bool:
+        """Reads the conversation to resume (its running cost); False when it is not kept."""
+        path = self._transcript()
+        if path is None or not path.is_file():
+            return False
+        for line in path.read_text("utf-8").splitlines():
+            entry = _object(json.loads(line))
+            if entry.get("type") == "cost-state":
+                self.cost_total = float(entry["totalCostUSD"])
+        return True
+
+    def _resume_missed(self) -> int:
+        frame = captured("resume-miss")[0]
+        frame.update(session_id=self.resume, startup_failure_reason="resume_target_not_found")
+        frame["errors"] = [f"No conversation found with session ID: {self.resume}"]
+        self.out.frame(frame)
+        return 1
 
     def _turn(self) -> None:
         script = self.script
@@ -194,6 +278,10 @@ class FakeClaude:
         out.frame(system)
         if script.get("grandchild"):
             self._spawn_grandchild(str(script["grandchild"]))
+        if script.get("grandchild_holds_stdout"):
+            self._spawn_grandchild("holds_stdout")
+        if script.get("setsid_escapee"):
+            self._spawn_grandchild("setsid")
         if script.get("echo_env"):
             names = list(script["echo_env"])
             script = {**script, "text": json.dumps({n: os.environ.get(n) for n in names})}
@@ -217,9 +305,14 @@ class FakeClaude:
             out.frame(retry)
             if script.get("hang_at") != "prompt":
                 self._hang_reading()
+        for _ in range(int(script.get("flood", 0))):
+            delta = {"type": "thinking_delta", "thinking": "x"}
+            out.frame(
+                self._stream_event({"type": "content_block_delta", "index": 0, "delta": delta})
+            )
         if script.get("thinking"):
             self._message([{"type": "thinking", "thinking": str(script["thinking"])}])
-        self._message([{"type": "text", "text": str(script.get("text", "PONG"))}])
+        self._message([{"type": "text", "text": str(script.get("text", "PONG"))}], self._usage())
         if script.get("hang_at") == "prompt":
             self._hang_reading()
         if script.get("die_mid_frame") is not None:
@@ -227,11 +320,12 @@ class FakeClaude:
             os._exit(int(script["die_mid_frame"]))
         out.frame(self._result())
 
-    def _message(self, content: list[Frame]) -> None:
+    def _message(self, content: list[Frame], usage: Mapping[str, int] | None = None) -> None:
         """An assistant message: its stream events (when asked), then the whole message."""
         message_id = f"msg_fake_{time.monotonic_ns()}"
         if self.partials:
-            for event in _stream_events(message_id, content, int(self.script.get("chunks", 2))):
+            chunks = int(self.script.get("chunks", 2))
+            for event in _stream_events(message_id, content, chunks, usage):
                 self.out.frame(self._stream_event(event))
         assistant = copy.deepcopy(_template("assistant"))
         assistant["message"].update(id=message_id, content=content)
@@ -246,9 +340,21 @@ class FakeClaude:
         frame.update(event=event, session_id=self.session_id)
         return frame
 
+    def _usage(self) -> dict[str, int]:
+        """The turn's token counts: the captured result's, with the scripted ones over them."""
+        scripted = _object(_object(self.script.get("result")).get("usage"))
+        usage = {**_template("result")["usage"], **scripted}
+        return {k: v for k, v in usage.items() if k in _TOKEN_KEYS and type(v) is int}
+
+    def _spend(self, template: Frame) -> float:
+        """Adds this turn's cost (`cost`, else the captured frame's) to the running total."""
+        self.cost_total += float(self.script.get("cost", template["total_cost_usd"]))
+        return self.cost_total
+
     def _result(self) -> Frame:
         result = copy.deepcopy(_template("result"))
         result.update(session_id=self.session_id, result=str(self.script.get("text", "PONG")))
+        result["total_cost_usd"] = self._spend(result)
         if self.schema or self.script.get("structured_output") is not None:
             value = self.script.get("structured_output", {"answer": "PONG"})
             result.update(structured_output=value, result=json.dumps(value), stop_reason="tool_use")
@@ -258,6 +364,7 @@ class FakeClaude:
     def _aborted(self) -> None:
         result = copy.deepcopy(_template("result", source="stall"))
         result["session_id"] = self.session_id
+        result["total_cost_usd"] = self._spend(result)
         self.out.frame(result)
 
     def _tool(self, tool: Mapping[str, Any]) -> None:
@@ -371,7 +478,7 @@ class FakeClaude:
                 [sys.executable, "-c", code],
                 start_new_session=how == "setsid",
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=None if how == "holds_stdout" else subprocess.DEVNULL,
             )
             pid = proc.pid
         if pid_file:
@@ -398,20 +505,20 @@ class FakeClaude:
         if self.script.get("ignore_eof"):
             while True:
                 time.sleep(3600)
-        return int(self.script.get("exit_code", 0))
+        return 0
 
 
 class _Interrupted(Exception):
     """The parent sent `interrupt`."""
 
 
-def _stream_events(message_id: str, content: list[Frame], chunks: int) -> list[Frame]:
-    events: list[Frame] = [
-        {
-            "type": "message_start",
-            "message": {"id": message_id, "type": "message", "role": "assistant", "content": []},
-        }
-    ]
+def _stream_events(
+    message_id: str, content: list[Frame], chunks: int, usage: Mapping[str, int] | None
+) -> list[Frame]:
+    opening: Frame = {"id": message_id, "type": "message", "role": "assistant", "content": []}
+    if usage is not None:
+        opening["usage"] = {**usage, "output_tokens": 1}  # as the API reports it at the start
+    events: list[Frame] = [{"type": "message_start", "message": opening}]
     for index, block in enumerate(content):
         if block["type"] == "text":
             text = str(block["text"])
@@ -440,6 +547,9 @@ def _stream_events(message_id: str, content: list[Frame], chunks: int) -> list[F
                     "delta": {"type": "thinking_delta", "thinking": block["thinking"]},
                 }
             )
+    if usage is not None:
+        delta = {"stop_reason": "end_turn", "stop_sequence": None}
+        events.append({"type": "message_delta", "delta": delta, "usage": usage})
     events.append({"type": "message_stop"})
     return events
 
@@ -463,7 +573,16 @@ def load_script(environ: Mapping[str, str]) -> dict[str, Any]:
     )
     if unknown:
         raise ScriptError(f"unknown knobs: {', '.join(unknown)}")
-    return script  # pyright: ignore[reportUnknownVariableType]
+    known = cast("dict[str, Any]", script)
+    for overlay in cast("list[object]", known.get("turns") or []):
+        if not isinstance(overlay, dict) or set(cast("dict[str, Any]", overlay)) - KNOBS:
+            raise ScriptError("each of turns must be an object of known knobs")
+    hang_at = known.get("hang_at")
+    if isinstance(hang_at, str) and hang_at in _SHARED_HANG_AT:
+        known["hang_at"] = _SHARED_HANG_AT[hang_at]
+    if known.get("trap_term"):
+        known["trap_sigterm"] = True
+    return known
 
 
 def run_fake_claude(argv: list[str] | None = None) -> int:
