@@ -70,7 +70,12 @@ async def _first_turn(registry: SubagentRegistry, request: SessionRequest) -> st
 async def test_a_cold_resume_continues_the_thread(
     stub_factory, stub_config, workspace: Path, tmp_path: Path
 ) -> None:
-    stub = stub_factory([{"text": "ONE"}, {"text": "TWO"}])
+    stub = stub_factory(
+        [
+            {"text": "ONE", "usage": {"input": 10, "cached": 0, "output": 2}},
+            {"text": "TWO", "usage": {"input": 30, "cached": 0, "output": 3}},
+        ]
+    )
     registry = _registry(stub_config(stub))
     state = tmp_path / "sessions"
     request = SessionRequest(cwd=workspace, state_dir=state)
@@ -81,6 +86,7 @@ async def test_a_cold_resume_continues_the_thread(
             assert resumed.handle == handle
             assert resumed.turns == 2
     assert (again.stop_reason, again.output) == ("completed", "TWO")
+    assert again.usage == Usage(input_tokens=30, output_tokens=3, cached_input_tokens=0)
     assert "remember the word alpha" in _sent_text(stub.requests[1])
     record = json.loads((state / handle / "record.json").read_text(encoding="utf-8"))
     assert record["turns"] == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from subagent_core import Capabilities, SessionRequest, SubagentRequest, SubagentRun
+from subagent_core import Capabilities, SessionRequest, SubagentRequest, SubagentRun, Usage
 from subagent_core.kit import (
     ChildProvider,
     ChildSession,
@@ -103,6 +103,7 @@ class CodexProvider(ChildProvider[CodexConfig]):
             cwd,
             home=home,
             resume_thread=slot.record.child_session if resume else None,
+            resumed_totals=_tokens(slot.record.usage) if resume else None,
             on_thread=lambda thread: slot.update(child_session=thread),
         )
         session = self.new_session(child)
@@ -118,6 +119,17 @@ class CodexProvider(ChildProvider[CodexConfig]):
             extra_dispose_seconds=self._config.write_timeout_seconds + 2.0,
             log=_log,
         )
+
+
+def _tokens(usage: Usage | None) -> Usage | None:
+    """The token counts of a session's recorded usage (what codex restores on a resume)."""
+    if usage is None:
+        return None
+    return Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_input_tokens=usage.cached_input_tokens,
+    )
 
 
 def _share_home(base: Path, home: Path) -> None:

@@ -39,7 +39,7 @@ from subagent_core.kit import (
 from ._config import CodexConfig
 from ._facts import is_authentication, map_failed_turn
 from ._permission import QUEUE_CAPACITY, ServerRequest, serve_requests
-from ._transcript import Transcript
+from ._transcript import Transcript, thread_totals
 from ._wire import Connection, ConnectionLostError, RequestId, RPCError
 
 _log = logging.getLogger("subagent_codex")
@@ -70,6 +70,7 @@ class CodexChild(ChildProtocol):
         *,
         home: Path | None = None,
         resume_thread: str | None = None,
+        resumed_totals: Usage | None = None,
         on_thread: Callable[[str], None] | None = None,
     ) -> None:
         self._config = config
@@ -78,8 +79,9 @@ class CodexChild(ChildProtocol):
         """A resumable session's own `CODEX_HOME` (its thread is then not ephemeral)."""
         self._resume_thread = resume_thread
         self._on_thread = on_thread
-        self.totals: Usage | None = None
-        """The thread's running token totals as last reported (each turn counts its part)."""
+        self.totals: Usage | None = resumed_totals
+        """The thread's running token totals as last reported (each turn counts its part). A
+        resumed thread's totals go on from its earlier turns' (codex restores them)."""
         self.stderr = config.child_stderr
         self._conn: Connection | None = None
         self._link: ChildLink | None = None
@@ -210,6 +212,9 @@ class CodexChild(ChildProtocol):
         driver = self._driver
         if driver is not None:
             driver.on_notification(method, params)
+        elif method == "thread/tokenUsage/updated":
+            # Totals reported before any turn (a resumed thread's): the first turn counts from them.
+            self.totals = thread_totals(params) or self.totals
 
     # -- requests ----------------------------------------------------------------------------------
 

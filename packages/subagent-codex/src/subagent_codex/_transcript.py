@@ -108,20 +108,33 @@ class Transcript:
             )
 
     def _on_usage(self, params: Mapping[str, object]) -> None:
-        usage = params.get("tokenUsage")
-        if not isinstance(usage, dict):
+        usage = thread_totals(params)
+        if usage is None:
             return
-        total = cast(Mapping[str, object], usage).get("total")
-        if not isinstance(total, dict):
-            return
-        counts = cast(Mapping[str, object], total)
-        given = _count(counts.get("inputTokens"))
-        output = _count(counts.get("outputTokens"))
-        cached = _count(counts.get("cachedInputTokens"))
-        self.usage = Usage(input_tokens=given, output_tokens=output, cached_input_tokens=cached)
+        self.usage = usage
         self._publish(
-            UsageEvent(input_tokens=given, output_tokens=output, cached_input_tokens=cached)
+            UsageEvent(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cached_input_tokens=usage.cached_input_tokens,
+            )
         )
+
+
+def thread_totals(params: Mapping[str, object]) -> Usage | None:
+    """The running totals of a `thread/tokenUsage/updated` notification, if it has them."""
+    usage = params.get("tokenUsage")
+    if not isinstance(usage, dict):
+        return None
+    total = cast(Mapping[str, object], usage).get("total")
+    if not isinstance(total, dict):
+        return None
+    counts = cast(Mapping[str, object], total)
+    return Usage(
+        input_tokens=_count(counts.get("inputTokens")),
+        output_tokens=_count(counts.get("outputTokens")),
+        cached_input_tokens=_count(counts.get("cachedInputTokens")),
+    )
 
 
 def _title(item: Mapping[str, object]) -> str | None:
