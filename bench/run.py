@@ -40,6 +40,7 @@ import case_prewarm
 import case_process
 import case_ray
 import case_sdk
+import case_sessions
 import case_siblings
 from _context import BENCH, Context
 from _machine import describe, load_average
@@ -65,6 +66,7 @@ CASES: dict[str, Case] = {
     "fanout-isolation": case_fanout_isolation.fanout_isolation,
     "claude": case_claude.native_vs_acp,
     "codex": case_codex.codex,
+    "sessions": case_sessions.sessions,
     # Last: it starts a Ray cluster and makes this process its driver (skipped without ray).
     "ray": case_ray.ray,
 }
