@@ -654,12 +654,12 @@ async def test_reregistering_while_a_run_is_live(
 
 
 def test_provider_advertises_nothing_it_cannot_enforce(make_config) -> None:
-    from subagent_core import NO_CAPABILITIES, SubagentProvider
+    from subagent_core import Capabilities, SubagentProvider
 
     provider = ACPProvider(make_config(provider_name="remote"))
     assert isinstance(provider, SubagentProvider)
     assert provider.name == "remote"
-    assert provider.capabilities == NO_CAPABILITIES
+    assert provider.capabilities == Capabilities(sessions=True, resume=True)
     assert provider.inherits_parent_context is False
 
 

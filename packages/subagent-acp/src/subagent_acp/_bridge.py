@@ -22,8 +22,10 @@ from acp.schema import (
     FileSystemCapabilities,
     HttpMcpServer,
     InitializeResponse,
+    LoadSessionResponse,
     McpServerStdio,
     NewSessionResponse,
+    ResumeSessionResponse,
     SseMcpServer,
     TextContentBlock,
     Usage,
@@ -86,6 +88,22 @@ class Session:
     async def new_session(self, cwd: str, mcp_servers: list[MCPServer]) -> NewSessionResponse:
         """The schema-valid answer; the caller checks its session id."""
         return await self._conn.new_session(cwd=cwd, mcp_servers=list(mcp_servers))
+
+    async def load_session(
+        self, session_id: str, cwd: str, mcp_servers: list[MCPServer]
+    ) -> LoadSessionResponse:
+        """`session/load`: the agent replays the conversation as updates, then answers."""
+        return await self._conn.load_session(
+            cwd=cwd, session_id=session_id, mcp_servers=list(mcp_servers)
+        )
+
+    async def resume_session(
+        self, session_id: str, cwd: str, mcp_servers: list[MCPServer]
+    ) -> ResumeSessionResponse:
+        """`session/resume`: the agent reopens the conversation without replaying it."""
+        return await self._conn.resume_session(
+            session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers)
+        )
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         await self._conn.set_session_mode(session_id=session_id, mode_id=mode_id)

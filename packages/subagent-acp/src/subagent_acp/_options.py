@@ -1,4 +1,5 @@
-"""Session options (`ACPConfig.mode`, `.model`) against what the child's `session/new` offers."""
+"""Session options (`ACPConfig.mode`, `.model`) against what the child's `session/new` (or, for a
+resumed session, `session/resume` / `session/load`) offers."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from collections.abc import Iterable
 from typing import Literal
 
 from acp.schema import (
+    LoadSessionResponse,
     NewSessionResponse,
+    ResumeSessionResponse,
     SessionConfigOptionSelect,
     SessionConfigSelectGroup,
     SessionConfigSelectOption,
@@ -19,8 +22,11 @@ Step = tuple[Literal["mode", "config"], str, str]
 """`("mode", "", mode_id)` → `session/set_mode`; `("config", option_id, value)` →
 `session/set_config_option`."""
 
+SessionAnswer = NewSessionResponse | LoadSessionResponse | ResumeSessionResponse
+"""An answer that opens a session: its modes and config options are what may be selected."""
 
-def session_options(config: ACPConfig, response: NewSessionResponse) -> list[Step | None]:
+
+def session_options(config: ACPConfig, response: SessionAnswer) -> list[Step | None]:
     """The requests that apply the configured mode and model; `None` for one not offered.
 
     A mode is chosen from the child's session modes, else from a config option of category
@@ -47,7 +53,7 @@ async def apply_option(session: Session, session_id: str, step: Step) -> None:
         await session.set_config_option(session_id, config_id, value)
 
 
-def _config_step(response: NewSessionResponse, category: str, value: str) -> Step | None:
+def _config_step(response: SessionAnswer, category: str, value: str) -> Step | None:
     for option in response.config_options or []:
         if not isinstance(option, SessionConfigOptionSelect):
             continue

@@ -4,6 +4,10 @@ With `prewarm > 0` a run's child usually comes from the provider's warm pool (sp
 `initialize` in the background, used for exactly one run); otherwise, or when none is ready for
 the run's cwd, it is spawned cold. A warm child found dead before its session starts is
 replaced by a cold start, so the caller never sees it.
+
+A session (`open_session`) is a cold child whose ACP session takes one `session/prompt` per
+turn; `resume_session` continues a recorded one in a fresh child (`_resume`). The agent keeps
+the conversation in its own store, so nothing per handle is kept here beyond the record.
 """
 
 from __future__ import annotations
@@ -17,13 +21,20 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 from subagent_core import (
-    NO_CAPABILITIES,
     Capabilities,
+    SessionRequest,
     SubagentRequest,
     SubagentRun,
     SubagentStartError,
 )
-from subagent_core.kit import AsyncClosing, aborted_before_start_text, start_preamble
+from subagent_core.kit import (
+    AsyncClosing,
+    ChildTurns,
+    SessionSlot,
+    aborted_before_start_text,
+    session_workspace,
+    start_preamble,
+)
 
 from ._config import ACPConfig
 
@@ -33,6 +44,10 @@ if TYPE_CHECKING:
 _log = logging.getLogger("subagent_acp")
 
 _RUN_MODULE = "subagent_acp._run"
+
+CAPABILITIES = Capabilities(sessions=True, resume=True)
+"""Sessions, resumable where the agent advertises `session/resume` or `session/load`; depth,
+tool filter, persona and output schema cannot be enforced on a remote agent."""
 
 
 async def _load_run_module() -> None:
@@ -44,8 +59,9 @@ async def _load_run_module() -> None:
 class ACPProvider(AsyncClosing):
     """Runs each child as a fresh ACP agent process and drives it as an ACP client.
 
-    Capabilities are all false (a remote child's depth, tool filter, persona or output schema
-    cannot be enforced from here) and the child does not inherit the parent's context.
+    The gated capabilities are false (a remote child's depth, tool filter, persona or output
+    schema cannot be enforced from here); sessions are kept, and resumed by handle unless a
+    placement runs the agent elsewhere. The child does not inherit the parent's context.
     """
 
     def __init__(self, config: ACPConfig) -> None:
@@ -64,7 +80,11 @@ class ACPProvider(AsyncClosing):
 
     @property
     def capabilities(self) -> Capabilities:
-        return NO_CAPABILITIES
+        if self._config.remote is not None:
+            # The agent's session store lives where the placement ran it, which a later
+            # process's placement need not reach again.
+            return Capabilities(sessions=True)
+        return CAPABILITIES
 
     @property
     def inherits_parent_context(self) -> bool:
@@ -105,6 +125,48 @@ class ACPProvider(AsyncClosing):
         turn = session.begin_turn(request.prompt, cancel=request.cancel)
         await session.open(request.cancel)
         return session.run_of(turn, ends_session=True)
+
+    async def open_session(self, request: SessionRequest, slot: SessionSlot) -> ChildTurns:
+        """A cold child whose ACP session takes one `session/prompt` per turn.
+
+        Raises:
+            SubagentStartError: as `start`.
+        """
+        return await self._open(request, slot, resume=False)
+
+    async def resume_session(self, request: SessionRequest, slot: SessionSlot) -> ChildTurns:
+        """A fresh child that continues the recorded ACP session (`session/resume`, else
+        `session/load`, as the agent advertises) in the recorded workspace.
+
+        Raises:
+            SubagentStartError: `resume-miss` when the agent no longer knows the session,
+                `configuration` for another workspace or an agent that cannot resume, else as
+                `start`.
+        """
+        return await self._open(request, slot, resume=True)
+
+    async def _open(
+        self, request: SessionRequest, slot: SessionSlot, *, resume: bool
+    ) -> ChildTurns:
+        config = self._config
+        cwd = session_workspace(
+            "ACP", config.provider_name, request, config.cwd, slot, resume=resume
+        )
+        await _load_run_module()
+        if request.cancel.cancelled:
+            raise SubagentStartError(aborted_before_start_text("ACP"))
+        from ._run import ACPChild, new_session
+
+        child = ACPChild(
+            config,
+            cwd,
+            resume=slot.record.child_session if resume else None,
+            on_session=lambda session_id: slot.update(child_session=session_id),
+        )
+        child.serve(request.turn_request(""))
+        session = new_session(config, child)
+        await session.open(request.cancel)
+        return ChildTurns(session, slot, request)
 
     @property
     def warm_count(self) -> int:

@@ -5,12 +5,14 @@ The child's life — spawn, deadlines, settle-once, cancel, teardown — is the 
 `_bridge`.
 
 Handshake: `initialize` (a warm child's pool sent it already) → `session/new` with the
-request's MCP servers → the configured mode and model. A turn is one `session/prompt`: its
-updates become the turn's events, output and usage (`_transcript`), its stop reason settles it
-(`_facts`); a turn the child did not end (a cancel, the idle deadline, a dispose) is interrupted
-with a `session/cancel` notification. The prompt request runs as a service task, so it hears
-its answer even after its turn was interrupted: the next turn's prompt waits for that answer,
-so neither it nor the updates before it can reach the next turn.
+request's MCP servers (or, for a cold resume, `session/resume` / `session/load` of the recorded
+session: `_resume`) → the configured mode and model. A turn is one `session/prompt` on that
+session, as many as the holder asks for: its updates become the turn's events, output and
+usage (`_transcript`; each turn its own part of the child's cumulative cost), its stop reason
+settles it (`_facts`); a turn the child did not end (a cancel, the idle deadline, a dispose, a
+crossed budget) is interrupted with a `session/cancel` notification. The prompt request runs as
+a service task, so it hears its answer even after its turn was interrupted: the next turn's
+prompt waits for that answer, so neither it nor the updates before it can reach the next turn.
 
 The child's service task holds its terminals (a task group of their own, ended before the
 ladder: by `close_child`, or as soon as the child exits) and, once the kit ends the services
@@ -27,7 +29,7 @@ from typing import TypeVar
 
 import anyio
 from acp.schema import InitializeResponse
-from subagent_core import SubagentRequest, SubagentResult, Usage
+from subagent_core import Cost, SubagentRequest, SubagentResult, Usage
 from subagent_core.kit import (
     CLOSE_SECONDS,
     ChildCommand,
@@ -40,12 +42,13 @@ from subagent_core.kit import (
     TurnDriver,
 )
 
-from ._bridge import PromptAnswer, Session, classify_error
+from ._bridge import MCPServer, PromptAnswer, Session, classify_error
 from ._config import ACPConfig
 from ._facts import map_stop_reason, unexpected
 from ._fs import WorkspaceFiles
 from ._mcp import mcp_servers_for
-from ._options import apply_option, session_options
+from ._options import SessionAnswer, apply_option, session_options
+from ._resume import reopen, reopen_method
 from ._spawn import capabilities_for, open_session
 from ._terminals import LADDER_SECONDS, Terminals
 from ._transcript import Transcript
@@ -77,7 +80,9 @@ class ACPChild(ChildProtocol):
     """One ACP agent process: its SDK connection, its session, the turn it is running.
 
     A warm child arrives with the connection and the `initialize` answer its pool got; every
-    child is given its request (`serve`) before the handshake.
+    child is given its request (`serve`) before the handshake. `resume` is the recorded session
+    a cold resume continues; `on_session` hears a new session's id (child-controlled text: for
+    the session record only).
     """
 
     kind = "ACP"
@@ -88,9 +93,15 @@ class ACPChild(ChildProtocol):
         cwd: Path,
         *,
         warm: tuple[Session, InitializeResponse] | None = None,
+        resume: str | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> None:
         self._config = config
         self._cwd = cwd
+        self._resume = resume
+        self._on_session = on_session
+        self.cost_counted: Cost | None = None
+        """The child's cumulative cost as far as its turns have counted it."""
         self.stderr = config.child_stderr
         self._session: Session | None = None if warm is None else warm[0]
         self._initialized: InitializeResponse | None = None if warm is None else warm[1]
@@ -159,16 +170,43 @@ class ACPChild(ChildProtocol):
         if servers is None:
             _log.info("ACP child: the child does not take the request's MCP servers")
             raise ChildFailure(Failure("new-session", "configuration"))
-        response = await self._call(link, session.new_session(str(self._cwd), servers))
-        if response.session_id == "":
-            _log.info("ACP child: the child returned no usable session id")
-            raise ChildFailure(Failure("new-session", "protocol"))
-        self._session_id = response.session_id
+        response: SessionAnswer
+        if self._resume is not None:
+            response = await self._reopen(link, initialized, self._resume, servers)
+            self._session_id = self._resume
+        else:
+            answer = await self._call(link, session.new_session(str(self._cwd), servers))
+            if answer.session_id == "":
+                _log.info("ACP child: the child returned no usable session id")
+                raise ChildFailure(Failure("new-session", "protocol"))
+            response, self._session_id = answer, answer.session_id
+            if self._on_session is not None:
+                self._on_session(answer.session_id)
         for step in session_options(config, response):
             if step is None:
                 _log.info("ACP child: the child does not offer the configured mode/model")
                 raise ChildFailure(Failure("new-session", "configuration"))
-            await self._call(link, apply_option(session, response.session_id, step))
+            await self._call(link, apply_option(session, self.session_id, step))
+
+    async def _reopen(
+        self,
+        link: ChildLink,
+        initialized: InitializeResponse,
+        session_id: str,
+        servers: list[MCPServer],
+    ) -> SessionAnswer:
+        """Continues the recorded session (`_resume`): a refusal is a `resume-miss`."""
+        method = reopen_method(initialized)
+        if method is None:
+            _log.info("ACP child: the agent offers neither session/resume nor session/load")
+            raise ChildFailure(Failure("new-session", "configuration"))
+        try:
+            return await reopen(self.session, method, session_id, str(self._cwd), servers)
+        except Exception as error:
+            failure = await self.failure(link, "new-session", error)
+            if classify_error(error) == "rpc-error" and failure.category == "transport":
+                failure = Failure("new-session", "resume-miss")
+            raise ChildFailure(failure) from error
 
     async def _call(self, link: ChildLink, request: Awaitable[T]) -> T:
         """One handshake request; a refused or lost one raises its classified failure."""
@@ -278,7 +316,9 @@ class ACPTurn(TurnDriver):
         self._child = child
         self._link = link
         self.turn = turn
-        self._transcript = Transcript(child.max_output_bytes, turn.publish)
+        self._transcript = Transcript(
+            child.max_output_bytes, turn.publish, cost_before=child.cost_counted
+        )
         self._answer: PromptAnswer | None = None
         self._error: Exception | None = None
         self._sent = False
@@ -298,6 +338,7 @@ class ACPTurn(TurnDriver):
         """An update of this turn's prompt (the transport drops those after its answer)."""
         if self._sent and not self.turn.settled:
             self._transcript.on_update(update)
+            self._child.cost_counted = self._transcript.reported_cost
 
     async def run(self) -> None:
         child, turn = self._child, self.turn

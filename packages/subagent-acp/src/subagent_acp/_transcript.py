@@ -6,11 +6,21 @@ arrives marked by the transport (`StatusOutsideSet`) and is `unknown`. Text, tit
 and plan content stay child-controlled and go only to the run's event buffer, never to the
 result's diagnostic.
 
-Usage comes from two places: the `session/prompt` answer's `usage` (token totals for the session,
-which is the run's only session) and `usage_update` notifications (their `cost`: the cumulative
-session cost; their `used`/`size` describe the context window, not tokens spent, and are not
-kept). A reported cost passes `subagent_core.kit.safe_cost`: an invalid amount or currency is
-no cost, never a failed run.
+Usage comes from two places, and a turn reports its own part of each:
+
+- the `session/prompt` answer's `usage`: the turn's tokens (ACP's `PromptResponse.usage` is
+  "token usage for this turn"; claude-agent-acp resets its tally as each turn begins), taken
+  as they are;
+- `usage_update` notifications: their `cost` is the cumulative session cost, so a turn's cost
+  is what it added since the child's previous report (`cost_before`, the child's last counted
+  figure; a report in another currency counts whole). A fresh child counts from nothing: an
+  agent that restarts its figure in a new process (Claude's `total_cost_usd` does) is counted
+  exactly, one that carries it over from a resumed session counts that first figure once more
+  (more, never less, against a budget). Their `used`/`size` describe the context window, not
+  tokens spent, and are not kept.
+
+A reported cost passes `subagent_core.kit.safe_cost`: an invalid amount or currency is no cost,
+never a failed run.
 """
 
 from __future__ import annotations
@@ -75,24 +85,30 @@ def event_for(update: SessionUpdate) -> SubagentEvent | None:
 
 
 class UsageTally:
-    """One run's usage as the child reported it: token totals and the latest cost."""
+    """One turn's usage as the child reported it: its tokens and its part of the cost."""
 
-    __slots__ = ("_cost", "_tokens")
+    __slots__ = ("_before", "_cost", "_tokens", "reported_cost")
 
-    def __init__(self) -> None:
+    def __init__(self, cost_before: Cost | None = None) -> None:
+        self._before = cost_before
         self._tokens: ACPUsage | None = None
         self._cost: Cost | None = None
+        self.reported_cost: Cost | None = cost_before
+        """The child's cumulative cost as last validly reported (the next turn counts from it)."""
 
     def note_update(self, update: UsageUpdate) -> UsageEvent | None:
         """A `usage_update`: the event for a cost it carries, or `None` (no valid cost)."""
         reported = update.cost
         if reported is None:
             return None
-        self._cost = safe_cost(reported.amount, reported.currency)
+        cost = safe_cost(reported.amount, reported.currency)
+        if cost is not None:
+            self.reported_cost = cost
+        self._cost = None if cost is None else _since(cost, self._before)
         return None if self._cost is None else self.event()
 
     def note_answer(self, usage: ACPUsage | None) -> UsageEvent | None:
-        """The `session/prompt` answer's usage: the event for the run's totals, or `None`."""
+        """The `session/prompt` answer's usage: the event for the turn's totals, or `None`."""
         if usage is None:
             return None
         self._tokens = usage
@@ -110,7 +126,7 @@ class UsageTally:
         )
 
     def usage(self) -> Usage | None:
-        """The run's `Usage`, or `None` when the child reported neither tokens nor a cost."""
+        """The turn's `Usage`, or `None` when the child reported neither tokens nor a cost."""
         if self._tokens is None and self._cost is None:
             return None
         event = self.event()
@@ -132,9 +148,15 @@ class Transcript:
 
     __slots__ = ("_output", "_publish", "_usage")
 
-    def __init__(self, max_output_bytes: int, publish: Callable[[SubagentEvent], None]) -> None:
+    def __init__(
+        self,
+        max_output_bytes: int,
+        publish: Callable[[SubagentEvent], None],
+        *,
+        cost_before: Cost | None = None,
+    ) -> None:
         self._output = BoundedText(max_output_bytes)
-        self._usage = UsageTally()
+        self._usage = UsageTally(cost_before)
         self._publish = publish
 
     @property
@@ -144,6 +166,11 @@ class Transcript:
     @property
     def usage(self) -> Usage | None:
         return self._usage.usage()
+
+    @property
+    def reported_cost(self) -> Cost | None:
+        """The child's cumulative cost as last validly reported."""
+        return self._usage.reported_cost
 
     def on_update(self, update: SessionUpdate) -> None:
         """One `session/update` of the turn, in arrival order."""
@@ -162,6 +189,14 @@ class Transcript:
         event = self._usage.note_answer(usage)
         if event is not None:
             self._publish(event)
+
+
+def _since(cost: Cost, before: Cost | None) -> Cost:
+    """What a cumulative cost added since `before` (whole when there is none to compare)."""
+    if before is None or before.currency != cost.currency:
+        return cost
+    # Rounded: a difference of decimal amounts carries binary noise no currency has.
+    return Cost(max(round(cost.amount - before.amount, 12), 0.0), cost.currency)
 
 
 def _status(update: ToolCallStart | ToolCallProgress) -> ToolCallStatus | None:

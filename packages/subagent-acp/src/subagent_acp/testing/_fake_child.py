@@ -27,21 +27,30 @@ from ._script import (
     as_dict,
     as_list,
     load_script,
+    permission_params,
+    probe_params,
+    prompt_text,
     split_text,
+    turn_script,
 )
+from ._sessions import SessionBook, agent_capabilities
 
 
 class FakeChild:
     """One scripted agent process."""
 
     def __init__(self, script: Mapping[str, Any], stdin: IO[bytes], stdout: IO[bytes]) -> None:
+        self._base = script
         self._script = script
+        """The scenario of the turn being played (`turns` laid over the base)."""
         self._in = stdin
         self._out = stdout
         self._next_id = 1000
         self._session_cwd: str | None = None
         self._sessions = 0
-        self._session_id = "fake-session-1"
+        self._turns = 0
+        self._book = SessionBook(script.get("state_dir"))
+        self._session_id = self._book.session_id
         self._prompt_id: object = None
         self._flow: Flow | None = None
         self._waiting_for: int | None = None
@@ -78,6 +87,7 @@ class FakeChild:
         self._send({"method": "session/update", "params": params})
 
     def _chunk(self, text: str) -> None:
+        self._book.said(text)
         self._update(
             {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
         )
@@ -179,7 +189,9 @@ class FakeChild:
 
     def _on_initialize(self, request_id: object) -> None:
         if self._enter("initialize", request_id):
-            default: Message = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
+            capabilities = agent_capabilities(self._script.get("sessions"))
+            default: Message = {"protocolVersion": 1, "agentCapabilities": capabilities}
+            default["authMethods"] = []
             self._respond(request_id, self._result_for("initialize", default), {"bogus": True})
 
     def _on_new_session(self, request_id: object, params: Message) -> None:
@@ -193,6 +205,7 @@ class FakeChild:
             result["sessionId"] = self._script.get("session_id", self._session_id)
         if isinstance(result.get("sessionId"), str):
             self._session_id = result["sessionId"]
+            self._book.start(self._session_id, self._session_cwd)
         crash_after = as_dict(self._script.get("crash")).get("at") == "after_new_session"
         close_stdin = self._script.get("close_stdin_at") == "new_session"
         if crash_after or close_stdin:
@@ -211,7 +224,24 @@ class FakeChild:
             while True:
                 threading.Event().wait(3600)
 
-    def _on_prompt(self, request_id: object) -> None:
+    def _on_reopen(self, point: str, request_id: object, params: Message) -> None:
+        """`session/load` (the conversation replayed as updates first) or `session/resume`."""
+        if not self._enter(point, request_id):
+            return
+        session_id = params.get("sessionId")
+        if not self._book.open(session_id, params.get("cwd")):
+            self._respond_error(request_id, -32602, f"unknown session {session_id}")
+            return
+        self._session_id, self._session_cwd = self._book.session_id, self._book.cwd
+        if point == "load_session":
+            for update in self._book.replay():
+                self._update(update)
+        self._respond(request_id, {})
+
+    def _on_prompt(self, request_id: object, params: Message) -> None:
+        self._turns += 1
+        self._book.prompt(prompt_text(params))
+        self._script = turn_script(self._base, self._turns, self._book.prompts)
         self._prompt_id = request_id
         if not self._enter("prompt", request_id):
             self._prompt_id = None
@@ -288,7 +318,7 @@ class FakeChild:
                 }
             )
         for method in as_list(script.get("probe_requests")):
-            request_id = self._request(method, self._probe_params(method))
+            request_id = self._request(method, probe_params(self._session_id, method))
             self._flush()
             answer = yield request_id
             code = as_dict(answer.get("error")).get("code", "ok")
@@ -301,7 +331,7 @@ class FakeChild:
         listed: list[object] = [requests] if isinstance(requests, dict) else as_list(requests)
         for raw in listed:
             permission = as_dict(raw)
-            params = self._permission_params(permission)
+            params = permission_params(self._session_id, permission)
             request_id = self._request("session/request_permission", params)
             self._flush()
             answer = yield request_id
@@ -435,7 +465,8 @@ class FakeChild:
         spec = as_dict(self._script.get("concurrent_permissions"))
         ids: list[int] = []
         for _ in range(int(spec.get("count", 0))):
-            params = self._permission_params({"tool_kind": spec.get("tool_kind", "read")})
+            kind = {"tool_kind": spec.get("tool_kind", "read")}
+            params = permission_params(self._session_id, kind)
             ids.append(self._request("session/request_permission", params))
         self._flush()
         for index, request_id in enumerate(ids):
@@ -447,7 +478,7 @@ class FakeChild:
     def _flood(self, flood: Mapping[str, Any]) -> None:
         """Sends `count` requests without reading stdin, then never reads it again."""
         method = str(flood.get("method", "fs/read_text_file"))
-        params = self._probe_params(method)
+        params = probe_params(self._session_id, method)
         if "path" in flood:
             params["path"] = flood["path"]
         for _ in range(int(flood.get("count", 100_000))):
@@ -455,31 +486,6 @@ class FakeChild:
         self._flush()
         while True:
             threading.Event().wait(3600)
-
-    def _probe_params(self, method: str) -> Message:
-        if method.startswith("fs/"):
-            return {"sessionId": self._session_id, "path": "/etc/hostname", "content": "x"}
-        if method == "terminal/create":
-            return {"sessionId": self._session_id, "command": "true"}
-        return {"sessionId": self._session_id}
-
-    def _permission_params(self, permission: Mapping[str, Any]) -> Message:
-        options = permission.get(
-            "options",
-            [
-                {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-                {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
-            ],
-        )
-        tool_call: Message = {
-            "toolCallId": "call-permission",
-            "title": permission.get("title", "run a command"),
-            "status": "pending",
-            "rawInput": permission.get("raw_input", {"command": "rm -rf /tmp/x"}),
-        }
-        if "tool_kind" in permission:
-            tool_call["kind"] = permission["tool_kind"]
-        return {"sessionId": self._session_id, "toolCall": tool_call, "options": options}
 
     # -- process life ------------------------------------------------------------------------
 
@@ -542,7 +548,9 @@ class FakeChild:
         elif method == "session/new":
             self._on_new_session(request_id, params)
         elif method == "session/prompt":
-            self._on_prompt(request_id)
+            self._on_prompt(request_id, params)
+        elif method in ("session/load", "session/resume"):
+            self._on_reopen(method.removeprefix("session/") + "_session", request_id, params)
         elif method == "session/cancel":
             self._on_cancel()
         elif method == "session/set_mode":

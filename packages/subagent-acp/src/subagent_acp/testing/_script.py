@@ -66,6 +66,11 @@ KNOBS = frozenset(
         "concurrent_permissions",
         "echo_pid",
         "keepalive",
+        # Sessions: several turns, and sessions another process reopens (`_sessions`).
+        "turns",
+        "echo_history",
+        "state_dir",
+        "sessions",
         # The shared knobs of `subagent_core.testing.conformance`, in this fake's own terms
         # where it had them already (`shared_knobs`).
         "exit_code",
@@ -162,3 +167,51 @@ def split_text(text: str, count: int) -> list[str]:
             pieces.append(text[start:end])
         start = end
     return pieces
+
+
+def turn_script(base: Mapping[str, Any], number: int, prompts: list[str]) -> dict[str, Any]:
+    """The scenario of the `number`th prompt (from 1) on this process: `turns[number - 1]` (the
+    last one repeats) laid over the rest; with `echo_history` its `text` is
+    `seen: <every prompt of the session so far, " | "-joined>`."""
+    script = dict(base)
+    turns = as_list(base.get("turns"))
+    if turns:
+        script.update(as_dict(turns[min(number, len(turns)) - 1]))
+    if script.get("echo_history"):
+        script["text"] = "seen: " + " | ".join(prompts)
+    return script
+
+
+def prompt_text(params: Mapping[str, Any]) -> str:
+    """The text blocks of a `session/prompt`, joined by spaces."""
+    blocks = [as_dict(block) for block in as_list(params.get("prompt"))]
+    return " ".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text")
+
+
+def probe_params(session_id: str, method: str) -> Message:
+    """Plausible params for a request the fake sends the client (`probe_requests`, floods)."""
+    if method.startswith("fs/"):
+        return {"sessionId": session_id, "path": "/etc/hostname", "content": "x"}
+    if method == "terminal/create":
+        return {"sessionId": session_id, "command": "true"}
+    return {"sessionId": session_id}
+
+
+def permission_params(session_id: str, permission: Mapping[str, Any]) -> Message:
+    """A `session/request_permission` as the `permission` knob describes it."""
+    options = permission.get(
+        "options",
+        [
+            {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+        ],
+    )
+    tool_call: Message = {
+        "toolCallId": "call-permission",
+        "title": permission.get("title", "run a command"),
+        "status": "pending",
+        "rawInput": permission.get("raw_input", {"command": "rm -rf /tmp/x"}),
+    }
+    if "tool_kind" in permission:
+        tool_call["kind"] = permission["tool_kind"]
+    return {"sessionId": session_id, "toolCall": tool_call, "options": options}

@@ -1,0 +1,54 @@
+"""A cold resume: a recorded ACP session continued by a fresh child.
+
+An ACP agent keeps its own sessions where it always does (`harness acp-agent` under its
+`--state-dir`, claude-agent-acp in its Claude config dir, gemini and qwen under their home
+folders), so the provider gives it no per-handle home: a resume finds the session wherever the
+first child's agent, run with the same command and environment, stored it. The parent keeps
+only the session's record (`subagent_core`'s store: the child's session id, the workspace) and,
+after `initialize`, asks the fresh child for that id:
+
+- `session/resume` when the agent advertises `sessionCapabilities.resume` (nothing replayed);
+- else `session/load` when it advertises `loadSession`: the agent replays the conversation as
+  `session/update`s before it answers; they arrive while no turn runs, so they reach no turn's
+  events or output;
+- an agent that advertises neither cannot continue any session: the start fails
+  `stage: new-session; category: configuration` (the configured agent cannot do what was
+  asked, every time; not a miss of this one session);
+- an error answer (the agent no longer knows the id, or refuses it) fails the start
+  `stage: new-session; category: resume-miss`, never a fresh session in its place; an
+  authentication error stays `authentication`.
+
+Both requests carry the recorded workspace and the request's MCP servers (an agent forgets a
+session's servers when its process ends).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from acp.schema import InitializeResponse, LoadSessionResponse, ResumeSessionResponse
+
+from ._bridge import MCPServer, Session
+
+ReopenMethod = Literal["resume", "load"]
+
+
+def reopen_method(initialized: InitializeResponse) -> ReopenMethod | None:
+    """How this agent continues a stored session, by what its `initialize` advertised."""
+    capabilities = initialized.agent_capabilities
+    if capabilities is None:
+        return None
+    sessions = capabilities.session_capabilities
+    if sessions is not None and sessions.resume is not None:
+        return "resume"
+    return "load" if capabilities.load_session else None
+
+
+async def reopen(
+    session: Session, method: ReopenMethod, session_id: str, cwd: str, servers: list[MCPServer]
+) -> LoadSessionResponse | ResumeSessionResponse:
+    """The request that continues `session_id` in this child (its answer's modes and options
+    are matched against the configured mode and model, as `session/new`'s are)."""
+    if method == "resume":
+        return await session.resume_session(session_id, cwd, servers)
+    return await session.load_session(session_id, cwd, servers)
