@@ -102,3 +102,32 @@ async def test_prune_deletes_only_stale_sessions(place: tuple[Path, dict[str, st
     assert (code, out) == (0, "pruned 1 session(s): old\n"), err
     code, out, _ = await _harness(["sessions", "--json"], env)
     assert [json.loads(line)["name"] for line in out.splitlines()] == ["new"]
+
+
+async def test_a_kept_fanout_child_continues_as_a_session(
+    place: tuple[Path, dict[str, str]],
+) -> None:
+    """`fanout --keep`: each child whose provider can resume is kept as a session named
+    `fanout-<run>-<agent>`, continued in its worktree by `delegate --session`."""
+    workspace, env = place
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
+        git = await anyio.run_process(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=workspace,
+            check=False,
+            env=dict(env),
+        )
+        assert git.returncode == 0, git.stderr
+    code, out, err = await _harness(
+        ["fanout", "-w", str(workspace), "-a", "codex", "--keep", "--json", "the task"], env
+    )
+    assert code == 0, err
+    [child] = [r for r in map(json.loads, out.splitlines()) if r["type"] == "child"]
+    name = child["session"]
+    assert name.startswith("fanout-")
+    assert name.endswith("-codex")
+    code, out, err = await _harness(["sessions", "--json"], env)
+    [listed] = [json.loads(line) for line in out.splitlines()]
+    assert (listed["name"], listed["workspace"]) == (name, child["isolation_path"])
+    code, out, err = await _harness(["delegate", "-p", "codex", "--session", name, "next"], env)
+    assert (code, out) == (0, "seen: the task | next\n"), err
