@@ -17,8 +17,8 @@ from typing import Any
 
 import anyio
 import pytest
-from harness._config import parse_config
-from harness._providers import build_provider, find_provider, with_graces
+from harness._config.loading import parse_config
+from harness._registry.build import build_provider, find_provider, with_graces
 from subagent_core import CancelSignal, MessageChunk, SubagentRequest
 from subagent_core.kit import open_managed_process
 

@@ -126,8 +126,8 @@ async def test_idle_sessions_past_the_bound_leave_memory_and_reopen_from_the_sto
     tmp_path: Path,
 ) -> None:
     from harness._agent_servers.acp_server import MAX_OPEN_SESSIONS, HarnessACPAgent
-    from harness._agent_servers.session_store import SessionStore
-    from harness._endpoint import ResolvedEndpoint
+    from harness._agent_servers.conversation_store import SessionStore
+    from harness._config.endpoint import ResolvedEndpoint
 
     store = SessionStore(tmp_path / "state", "acp")
     agent = HarnessACPAgent(

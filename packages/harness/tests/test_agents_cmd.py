@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from harness._presets import PRESETS
+from harness._config.presets import PRESETS
 from subagent_acp.testing import SCRIPT_ENV
 from subagent_core.kit import open_managed_process
 

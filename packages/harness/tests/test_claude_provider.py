@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness._config import ConfigError, parse_config
-from harness._providers import build_provider
+from harness._config.loading import parse_config
+from harness._config.toml_values import ConfigError
+from harness._registry.build import build_provider
 from harness.cli import app
 from subagent_claude import ClaudeProvider
 from typer.testing import CliRunner
@@ -34,7 +35,7 @@ def test_a_claude_table_needs_no_command(tmp_path: Path) -> None:
         {"providers": {"review": {"kind": "claude", "model": "sonnet", "permission": "allow"}}}
     )
     (settings,) = config.providers
-    assert (settings.kind, settings.command, settings.claude_model) == ("claude", None, "sonnet")
+    assert (settings.kind, settings.command, settings.config.model) == ("claude", None, "sonnet")
     provider = build_provider(settings, endpoint=None, workspace=tmp_path)
     assert isinstance(provider, ClaudeProvider)
     assert provider.config.command is None
@@ -70,7 +71,7 @@ def test_delegate_to_a_claude_child(tmp_path: Path) -> None:
 
 
 def test_command_line_overrides_reach_a_claude_child(tmp_path: Path) -> None:
-    from harness._provider_overrides import ProviderOverrides
+    from harness._registry.overrides import ProviderOverrides
     from subagent_core import READS_POLICY
 
     (settings,) = parse_config({"providers": {"review": {"kind": "claude"}}}).providers

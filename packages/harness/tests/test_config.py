@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 from harness import ConfigError, HarnessConfig, ModelSettings, ProviderSettings, load_config
-from harness._config import parse_config
+from harness._config.loading import parse_config
+from harness._config.settings import ModelChildConfig
+from subagent_acp import ACPConfig
+from subagent_sdk import SDKConfig
 
 
 def test_no_file_gives_the_defaults(tmp_path: Path) -> None:
@@ -57,25 +60,27 @@ mode = "execute"
         ProviderSettings(
             name="claude",
             kind="acp",
+            config=ACPConfig(
+                command="claude-agent-acp",
+                args=("--x",),
+                permission="allow",
+                dispose_eof_grace_seconds=0.5,
+                dispose_grace_seconds=1.0,
+                dispose_kill_grace_seconds=2.5,
+            ),
             command="claude-agent-acp",
-            args=("--x",),
             cwd=(tmp_path / "child").resolve(),
             env={"A": "b"},
-            permission="allow",
-            dispose_eof_grace_seconds=0.5,
-            dispose_grace_seconds=1.0,
-            dispose_kill_grace_seconds=2.5,
         ),
         ProviderSettings(
             name="dsh-sdk",
             kind="sdk",
+            config=SDKConfig(
+                command="harness", args=("sdk-runtime",), provider="p", model="m2", max_tokens=7
+            ),
             command="harness",
-            args=("sdk-runtime",),
-            sdk_provider="p",
-            sdk_model="m2",
-            max_tokens=7,
         ),
-        ProviderSettings(name="model", kind="model", mode="execute"),
+        ProviderSettings(name="model", kind="model", config=ModelChildConfig(mode="execute")),
     )
     assert config.path == path.resolve()
     assert config.provider("model") == config.providers[2]
@@ -138,7 +143,7 @@ def test_a_missing_explicit_file_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_mcp_tables_are_read(tmp_path: Path) -> None:
-    from harness._config import MCPServerSettings
+    from harness._config.settings import MCPServerSettings
 
     config = parse_config(
         {
@@ -184,8 +189,8 @@ def test_an_unset_reference_names_the_key_not_a_value(tmp_path: Path) -> None:
 
 
 def test_a_codex_provider_table_builds_a_codex_provider(tmp_path: Path) -> None:
-    from harness._config import parse_config
-    from harness._providers import build_provider
+    from harness._config.loading import parse_config
+    from harness._registry.build import build_provider
     from subagent_codex import CodexProvider
 
     config = parse_config(
@@ -220,7 +225,8 @@ def test_a_codex_provider_table_builds_a_codex_provider(tmp_path: Path) -> None:
 
 
 def test_a_codex_table_rejects_a_bad_sandbox() -> None:
-    from harness._config import ConfigError, parse_config
+    from harness._config.loading import parse_config
+    from harness._config.toml_values import ConfigError
 
     with pytest.raises(ConfigError) as caught:
         parse_config({"providers": {"c": {"kind": "codex", "sandbox": "wide-open"}}})

@@ -13,8 +13,8 @@ from typing import Any
 
 import anyio
 import pytest
-from harness._exit import UsageError
-from harness._provider_overrides import ProviderOverrides
+from harness._console.exit_codes import UsageError
+from harness._registry.overrides import ProviderOverrides
 from model_agent.testing import open_scripted_model_server
 from subagent_acp import ACPConfig
 from subagent_acp.testing import script_env
@@ -100,7 +100,7 @@ async def test_run_prints_the_runs_tokens_at_the_end(tmp_path: Path) -> None:
 
 
 def test_the_usage_line_shows_cost_and_leaves_out_what_was_not_reported() -> None:
-    from harness._usage_view import usage_summary
+    from harness._console.usage import usage_summary
     from subagent_core import Cost, Usage
 
     assert usage_summary(Usage(input_tokens=5, cost=Cost(0.0123, "USD"))) == (

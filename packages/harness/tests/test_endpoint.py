@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from harness import ModelSettings
-from harness._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
-from harness._exit import UsageError
+from harness._config.endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
+from harness._console.exit_codes import UsageError
 
 
 def test_the_real_api_needs_the_key() -> None:

@@ -6,8 +6,8 @@ import io
 from pathlib import Path
 
 import pytest
-from harness._fanout_view import LiveRows, child_record, summary_table
 from harness.fanout import FanoutResult, FileChange
+from harness.fanout._view import LiveRows, child_record, summary_table
 from rich.console import Console
 from subagent_core import (
     Cost,

@@ -8,10 +8,11 @@ from types import MappingProxyType
 
 import pytest
 from harness import ConfigError
-from harness._config import parse_config
-from harness._exit import UsageError
-from harness._placement_config import RaySettings
-from harness._providers import build_provider, placement_of
+from harness._config.loading import parse_config
+from harness._config.placement import RaySettings
+from harness._console.exit_codes import UsageError
+from harness._registry.build import build_provider
+from harness._registry.placement import placement_of
 from subagent_core import SSHRemote
 
 

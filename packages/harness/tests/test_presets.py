@@ -6,9 +6,11 @@ import re
 
 import pytest
 from harness import ConfigError
-from harness._config import MissingCredentialError, parse_config
-from harness._presets import PRESETS, find_preset
-from harness._providers import find_provider, preset_settings
+from harness._config.loading import parse_config
+from harness._config.presets import PRESETS, find_preset
+from harness._config.provider_tables import preset_settings
+from harness._config.settings import MissingCredentialError
+from harness._registry.build import find_provider
 
 SPEC_NAMES = ("claude", "codex", "claude-acp", "codex-acp", "gemini", "qwen", "opencode", "harness")
 _CREDENTIAL_SHAPED = re.compile(r"KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
@@ -68,7 +70,7 @@ def test_a_table_may_start_from_a_preset_and_override_keys() -> None:
         "claude-agent-acp",
         "claude-acp",
     )
-    assert (settings.permission, settings.child_model) == ("allow", "opus")
+    assert (settings.permission, settings.config.model) == ("allow", "opus")
     assert settings.env["CLAUDE_CODE_MAX_RETRIES"] == "5"
     assert settings.env["DISABLE_AUTOUPDATER"] == "1"
     assert settings.unset_env == ("IS_SANDBOX",)
@@ -89,7 +91,7 @@ def test_a_native_preset_leaves_finding_its_cli_to_its_provider() -> None:
     config = parse_config({"providers": {"review": {"preset": "codex", "model": "gpt-5"}}})
     codex = config.provider("review")
     assert codex is not None
-    assert (codex.kind, codex.command, codex.child_model) == ("codex", None, "gpt-5")
+    assert (codex.kind, codex.command, codex.config.model) == ("codex", None, "gpt-5")
 
 
 def test_only_the_presets_own_credentials_are_handed_over_and_only_when_set() -> None:

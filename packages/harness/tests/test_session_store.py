@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import anyio
-from harness._agent_servers.session_store import (
+from harness._agent_servers.conversation_store import (
     MAX_ENTRY_TEXT_CHARS,
     MAX_TRANSCRIPT_ENTRIES,
     SessionStore,

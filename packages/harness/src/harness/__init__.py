@@ -6,11 +6,11 @@ Importing this package stays cheap: the heavy modules (`acp`, `httpx`, model-age
 when a command needs them.
 """
 
-from ._config import HarnessConfig as HarnessConfig
-from ._config import ModelSettings as ModelSettings
-from ._config import ProviderSettings as ProviderSettings
-from ._config import load_config as load_config
-from ._toml_values import ConfigError as ConfigError
+from ._config.loading import load_config as load_config
+from ._config.settings import HarnessConfig as HarnessConfig
+from ._config.settings import ModelSettings as ModelSettings
+from ._config.settings import ProviderSettings as ProviderSettings
+from ._config.toml_values import ConfigError as ConfigError
 
 __all__ = [
     "ConfigError",

@@ -26,7 +26,7 @@ from ._commands import (
     sessions,
 )
 from ._commands._options import VersionOption, print_version
-from ._exit import EXIT_INTERRUPTED, EXIT_USAGE
+from ._console.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
 
 PROG_NAME = "harness"
 

@@ -1,7 +1,7 @@
-"""The harness's agent servers: the direct-model agent served over ACP and the SDK protocol.
+"""The agent servers: the direct-model agent served over ACP and the SDK protocol on stdio.
 
 `harness acp-agent` and `harness sdk-runtime` serve the same agent (`model_agent`) to a client
-on stdio; sessions are conversations that survive restarts. One prompt's path:
+on stdio; each client session is a conversation that survives restarts. One prompt's path:
 
 ```
 client ─stdin─▶ acp_stdio (SDK transport, bounded lines: stdin_lines)   sdk_server (wire)
@@ -10,17 +10,22 @@ client ─stdin─▶ acp_stdio (SDK transport, bounded lines: stdin_lines)   sd
                acp_server (sessions, modes, config, prompt) ──┐     SDKRuntime (sessions)
                    │  acp_mcp: the client's MCP servers        │         │
                    ▼                                           ▼         ▼
-               conversation (one turn of the stored history: model_agent.Agent.run)
+               conversation (one turn of the stored conversation: model_agent.Agent.run)
                    │ agent events                              │
                    ▼                                           ▼
                acp_tool_calls (events → tool calls, approvals)  sdk_server (events → wire)
                acp_updates (ordered, merged session/update queue)
                    │                                           │
 client ◀─stdout────┘                                           └──stdout──▶ client
-               session_store: sessions on disk under the state directory
+               conversation_store: stored conversations on disk under the state directory
                tool_views: what a tool call looks like (kind, title, paths, diff, bounds)
-               options, host_logging: the two commands' shared flags and host logs
+               host_logging: the servers' host logs and state directory (prepare_server)
 ```
 
-`import acp` happens only when `harness acp-agent` runs (the CLI imports these modules lazily).
+Names: here an *agent* is the protocol role (ACP's "agent" is the server an editor drives);
+what it runs is the *direct-model agent*. A *session* is the protocol's (`session/new`, the
+SDK's sessions), and what a session keeps is its *stored conversation*
+(`conversation_store.StoredSession`), unlike `delegate --session NAME`'s kept sessions
+(`_live.kept_sessions`). `import acp` happens only when `harness acp-agent` runs (the CLI
+imports these modules lazily).
 """

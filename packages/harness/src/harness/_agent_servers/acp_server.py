@@ -72,16 +72,16 @@ from model_agent import (
 )
 from subagent_core import CancelSignal
 
-from harness._config import API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
-from harness._endpoint import ResolvedEndpoint
+from harness._config.endpoint import ResolvedEndpoint
+from harness._config.settings import API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
 from harness._version import VERSION
 
 from .acp_mcp import mcp_servers_from_acp
 from .acp_tool_calls import ACPSession, ask_client, replayed, update_for
 from .acp_updates import Updates
 from .conversation import Conversation
-from .session_store import SessionMode as ModeId
-from .session_store import SessionStore, StoredSession
+from .conversation_store import SessionMode as ModeId
+from .conversation_store import SessionStore, StoredSession
 
 _log = logging.getLogger("harness.acp_agent")
 

@@ -17,11 +17,13 @@ import anyio.abc
 from acp.core import AgentSideConnection
 from subagent_core.kit import open_stdio_streams
 
-from harness._endpoint import ResolvedEndpoint
+from harness._config.endpoint import ResolvedEndpoint, resolve_endpoint
+from harness._config.loading import load_config
 
 from .acp_server import HarnessACPAgent
-from .session_store import SessionMode as ModeId
-from .session_store import SessionStore
+from .conversation_store import SessionMode as ModeId
+from .conversation_store import SessionStore
+from .host_logging import prepare_server
 from .stdin_lines import stdin_lines
 
 _log = logging.getLogger("harness.acp_agent")
@@ -136,3 +138,34 @@ def serve_acp(
     )
     anyio.run(_serve, agent, backend="asyncio")
     return 0
+
+
+def acp_agent_command(
+    *,
+    mode: ModeId,
+    model: str | None,
+    base_url: str | None,
+    ask_permission: bool,
+    max_steps: int,
+    config: Path | None,
+    state_dir: Path | None,
+    verbose: bool,
+    log_file: Path | None,
+) -> int:
+    """`harness acp-agent`: the config, endpoint (a key is not required), host logs and state
+    directory prepared, then `serve_acp`.
+
+    Raises:
+        UsageError: a bad config or base URL.
+    """
+    settings = load_config(config, workspace=Path.cwd())
+    # Without a key the agent starts anyway and asks the client to authenticate.
+    endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model, require_key=False)
+    state = prepare_server(state_dir=state_dir, verbose=verbose, log_file=log_file)
+    return serve_acp(
+        endpoint=endpoint,
+        mode=mode,
+        ask_permission=ask_permission,
+        max_steps=max_steps,
+        state_dir=state,
+    )

@@ -48,7 +48,7 @@ from subagent_core import CancelSignal
 
 from .acp_updates import Update, Updates
 from .conversation import Conversation
-from .session_store import StoredSession, TranscriptEntry
+from .conversation_store import StoredSession, TranscriptEntry
 from .tool_views import (
     ASKS_APPROVAL,
     MAX_OUTPUT_BYTES,

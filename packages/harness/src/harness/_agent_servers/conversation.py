@@ -27,10 +27,10 @@ from model_agent import (
 )
 from subagent_core import CancelSignal
 
-from harness._agent_factory import agent_config
-from harness._endpoint import ResolvedEndpoint
+from harness._config.endpoint import ResolvedEndpoint
+from harness._registry.model_agent_config import agent_config
 
-from .session_store import SessionStore, StoredSession, TranscriptEntry
+from .conversation_store import SessionStore, StoredSession, TranscriptEntry
 from .tool_views import MAX_OUTPUT_BYTES, cut, describe
 
 _log = logging.getLogger("harness.sessions")

@@ -1,6 +1,7 @@
-"""Sessions that survive the process: one JSON file per session under a state directory.
+"""Stored conversations: each protocol session a server holds, one JSON file under its state dir.
 
-`harness acp-agent` and `harness sdk-runtime` keep each conversation (its model history, the
+A client's session (ACP `session/new`, an SDK session) is a conversation the server stores so
+it survives the process. `harness acp-agent` and `harness sdk-runtime` keep each conversation (its model history, the
 transcript an editor replays on `session/load`, mode, model and cwd) here, so a restarted
 agent continues where the last one stopped. Files are named by a hash of the session id, so
 any id a client sends is a safe file name; writes go to a temporary file that replaces the old
@@ -36,13 +37,6 @@ MAX_TRANSCRIPT_ENTRIES = 2000
 MAX_ENTRY_TEXT_CHARS = 64 * 1024
 """Each replayed text is cut to this many characters."""
 MAX_TITLE_CHARS = 80
-
-
-def default_state_dir() -> Path:
-    """The user's XDG state directory for the harness (`~/.local/state/harness` on Linux)."""
-    from platformdirs import user_state_path
-
-    return user_state_path("harness", appauthor=False)
 
 
 def now_iso() -> str:

@@ -38,11 +38,14 @@ from subagent_core import CancelSignal
 from subagent_core.kit import open_stdio_streams
 from subagent_sdk import wire
 
-from harness._endpoint import ResolvedEndpoint
+from harness._config.endpoint import ResolvedEndpoint, resolve_endpoint
+from harness._config.loading import load_config
+from harness._config.settings import WorkMode
 from harness._version import VERSION
 
 from .conversation import Conversation
-from .session_store import SessionStore, StoredSession, now_iso
+from .conversation_store import SessionStore, StoredSession, now_iso
+from .host_logging import prepare_server
 from .stdin_lines import stdin_lines
 
 _log = logging.getLogger("harness.sdk_runtime")
@@ -439,10 +442,33 @@ async def _serve(
 def serve_sdk(
     *,
     endpoint: ResolvedEndpoint,
-    mode: Literal["ask", "execute"],
+    mode: WorkMode,
     max_steps: int,
     state_dir: Path,
 ) -> int:
     """Serves until `shutdown`, stdin EOF or SIGTERM; returns the exit code (0)."""
     anyio.run(_serve, endpoint, mode, max_steps, state_dir, backend="asyncio")
     return 0
+
+
+def sdk_runtime_command(
+    *,
+    mode: WorkMode,
+    model: str | None,
+    base_url: str | None,
+    max_steps: int,
+    config: Path | None,
+    state_dir: Path | None,
+    verbose: bool,
+    log_file: Path | None,
+) -> int:
+    """`harness sdk-runtime`: the config, endpoint, host logs and state directory prepared,
+    then `serve_sdk`.
+
+    Raises:
+        UsageError: a bad config or base URL, or no key for the DeepSeek API.
+    """
+    settings = load_config(config, workspace=Path.cwd())
+    endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
+    state = prepare_server(state_dir=state_dir, verbose=verbose, log_file=log_file)
+    return serve_sdk(endpoint=endpoint, mode=mode, max_steps=max_steps, state_dir=state)

@@ -1,17 +1,13 @@
-"""Option types shared by several commands."""
+"""Option types shared by several commands (what `--help` shows is written here)."""
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated
 
 import typer
-
-from harness._exit import UsageError
 
 
 class ModeChoice(StrEnum):
@@ -125,46 +121,25 @@ ChildStderrOption = Annotated[
         ),
     ),
 ]
-
-
-def workspace_path(workspace: Path | None) -> Path:
-    """The workspace as an absolute path (the current directory when not given).
-
-    Raises:
-        UsageError: the directory does not exist or cannot be entered and read.
-    """
-    path = (workspace or Path.cwd()).resolve()
-    if not path.is_dir() or not os.access(path, os.R_OK | os.X_OK):
-        raise UsageError(f"the workspace is not accessible: {path}")
-    return path
-
-
-def read_prompt(prompt: str) -> str:
-    """`prompt`, or standard input when it is `-`.
-
-    Raises:
-        UsageError: the prompt is empty (after reading stdin, for `-`).
-    """
-    text = sys.stdin.read() if prompt == "-" else prompt
-    if not text.strip():
-        raise UsageError("the prompt is empty" + (" (nothing on stdin)" if prompt == "-" else ""))
-    return text
-
-
-def read_schema(path: Path) -> dict[str, Any]:
-    """The JSON Schema object in `path` (`--output-schema`).
-
-    Raises:
-        UsageError: the file cannot be read, is not JSON, or is not a JSON object.
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        raise UsageError(f"--output-schema: cannot read {path}") from None
-    try:
-        schema = cast(object, json.loads(text))
-    except ValueError:
-        raise UsageError(f"--output-schema: {path} is not JSON") from None
-    if not isinstance(schema, dict):
-        raise UsageError(f"--output-schema: {path} is not a JSON object (a JSON Schema)")
-    return cast(dict[str, Any], schema)
+StateDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--state-dir",
+        envvar="HARNESS_STATE_DIR",
+        help=(
+            "Where sessions are kept so a restarted server continues them "
+            "(default: the user's XDG state directory, e.g. ~/.local/state/harness)."
+        ),
+        file_okay=False,
+    ),
+]
+VerboseOption = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="Host logs at debug level on stderr (never stdout)."),
+]
+LogFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--log-file", help="Also write host logs (debug level) to this file.", dir_okay=False
+    ),
+]

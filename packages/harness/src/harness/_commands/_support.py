@@ -9,7 +9,7 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
-from harness._exit import EXIT_USAGE, UsageError
+from harness._console.exit_codes import EXIT_USAGE, UsageError
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")

@@ -6,14 +6,15 @@ from typing import Annotated
 
 import typer
 
-from harness._agent_servers.options import (
+from ._options import (
+    BaseURLOption,
+    ConfigOption,
     LogFileOption,
+    ModeChoice,
+    ModelOption,
     StateDirOption,
     VerboseOption,
-    prepare_server,
 )
-
-from ._options import BaseURLOption, ConfigOption, ModeChoice, ModelOption
 from ._support import cli_errors
 
 
@@ -53,22 +54,18 @@ def acp_agent(
     max_turn_requests; a failed turn answers JSON-RPC error -32603 "Internal error". Logs go
     to stderr (or --log-file), never stdout.
     """
-    from pathlib import Path
+    from harness._agent_servers.acp_stdio import acp_agent_command
 
-    from harness._agent_servers.acp_stdio import serve_acp
-    from harness._config import load_config
-    from harness._endpoint import resolve_endpoint
-
-    settings = load_config(config, workspace=Path.cwd())
-    # Without a key the agent starts anyway and asks the client to authenticate.
-    endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model, require_key=False)
-    state = prepare_server(state_dir=state_dir, verbose=verbose, log_file=log_file)
     raise typer.Exit(
-        serve_acp(
-            endpoint=endpoint,
+        acp_agent_command(
             mode=mode.value,
+            model=model,
+            base_url=base_url,
             ask_permission=ask_permission,
             max_steps=max_steps,
-            state_dir=state,
+            config=config,
+            state_dir=state_dir,
+            verbose=verbose,
+            log_file=log_file,
         )
     )

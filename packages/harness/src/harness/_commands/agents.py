@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ._options import ConfigOption, JSONOption, WorkspaceOption, workspace_path
+from ._options import ConfigOption, JSONOption, WorkspaceOption
 from ._support import cli_errors
 
 
@@ -29,9 +29,6 @@ def agents(
     credential variables it is missing (named, never shown) and how to install it. Exit 0,
     or 1 when --check found an agent that could not start.
     """
-    from harness._agents import show_agents
-    from harness._config import load_config
+    from harness._registry.agent_listing import agents_command
 
-    root = workspace_path(workspace)
-    settings = load_config(config, workspace=root)
-    raise typer.Exit(show_agents(settings, workspace=root, check=check, json=json))
+    raise typer.Exit(agents_command(workspace=workspace, config=config, check=check, json=json))

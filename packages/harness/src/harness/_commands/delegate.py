@@ -19,9 +19,6 @@ from ._options import (
     PermissionChoice,
     ShowThinkingOption,
     WorkspaceOption,
-    read_prompt,
-    read_schema,
-    workspace_path,
 )
 from ._support import cli_errors
 
@@ -159,54 +156,32 @@ def delegate(
     per event and a final result object on stdout. Exit 0 when the child completed, 1
     otherwise, 2 for a usage error, 130 when interrupted.
     """
-    from subagent_core import Budget, Cost
+    from harness._live.delegation import ACPOverrides, delegate_command
 
-    from harness._config import load_config
-    from harness._delegation import ACPOverrides, DelegateOptions, delegate_once
-    from harness._named_sessions import check_name
-    from harness._provider_overrides import ProviderOverrides
-
-    name = None if session is None else check_name(session)
-    if name is not None and workspace is None:
-        # A kept session continues where it ran (a fan-out child's worktree, say).
-        from harness._named_sessions import find_session, sessions_root
-
-        kept = find_session(sessions_root(), name)
-        if kept is not None and kept.cwd is not None:
-            workspace = Path(kept.cwd)
-    root = workspace_path(workspace)
-    settings = load_config(config, workspace=root)
-    code = delegate_once(
-        settings,
-        provider,
-        read_prompt(prompt),
-        workspace=root,
-        base_url=base_url,
-        model=model,
-        options=DelegateOptions(
+    raise typer.Exit(
+        delegate_command(
+            prompt=prompt,
+            provider=provider,
+            workspace=workspace,
+            config=config,
+            model=model,
+            base_url=base_url,
             timeout_seconds=timeout,
             json=json,
             show_thinking=show_thinking,
             strict=strict,
-            output_schema=None if output_schema is None else read_schema(output_schema),
+            output_schema=output_schema,
             child_stderr=child_stderr,
-            session=name,
-            budget=None
-            if budget_tokens is None and budget_usd is None
-            else Budget(
-                max_tokens=budget_tokens,
-                max_cost=None if budget_usd is None else Cost(budget_usd, "USD"),
+            session=session,
+            budget_tokens=budget_tokens,
+            budget_usd=budget_usd,
+            acp=ACPOverrides(
+                permission=None if permission is None else permission.value,
+                fs=None if fs is None else fs.value,
+                terminal=terminal,
             ),
-        ),
-        acp=ACPOverrides(
-            permission=None if permission is None else permission.value,
-            fs=None if fs is None else fs.value,
-            terminal=terminal,
-        ),
-        overrides=ProviderOverrides(
             approve=None if approve is None else approve.value,
             startup_timeout_seconds=startup_timeout,
             idle_timeout_seconds=idle_timeout,
-        ),
+        )
     )
-    raise typer.Exit(code)

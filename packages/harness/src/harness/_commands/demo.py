@@ -25,9 +25,6 @@ def demo(
     `harness sdk-runtime`). Prints a table of scenario, stop reason, output and diagnostic.
     No API key needed. Exit 0 only when every scenario matched its expectation.
     """
-    from harness._demo.catalogue import demo_scenarios
-    from harness._demo.runner import run_scenarios_cli
+    from harness._demo.catalogue import demo_command
 
-    raise typer.Exit(
-        run_scenarios_cli(demo_scenarios(), title="harness demo", live=live, json=json)
-    )
+    raise typer.Exit(demo_command(live=live, json=json))

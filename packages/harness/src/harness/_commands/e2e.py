@@ -25,15 +25,6 @@ def e2e(
     SDK protocol, a cancelled child). With --keyed, also runs the real-model scenarios
     against DeepSeek. Exit 0 only when every scenario matched.
     """
-    from harness._demo.catalogue import e2e_scenarios, keyed_scenarios
-    from harness._demo.runner import run_scenarios_cli
-    from harness._endpoint import MissingKeyError
+    from harness._demo.catalogue import e2e_command
 
-    scenarios = e2e_scenarios()
-    if keyed:
-        import os
-
-        if not os.environ.get("DEEPSEEK_API_KEY"):
-            raise MissingKeyError
-        scenarios = [*scenarios, *keyed_scenarios()]
-    raise typer.Exit(run_scenarios_cli(scenarios, title="harness e2e", live=live, json=json))
+    raise typer.Exit(e2e_command(keyed=keyed, live=live, json=json))

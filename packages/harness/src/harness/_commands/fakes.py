@@ -13,10 +13,6 @@ _PASSTHROUGH: dict[str, Any] = {
 """Every argument but `--help`/`--version` goes to the fake unchanged."""
 
 
-def _exit_with(code: int | None) -> None:
-    raise typer.Exit(code or 0)
-
-
 def fake_acp_child(ctx: typer.Context) -> None:
     """Run the scripted ACP fake child (subagent_acp.testing) on stdio.
 
@@ -26,7 +22,7 @@ def fake_acp_child(ctx: typer.Context) -> None:
     """
     from subagent_acp.testing import main
 
-    _exit_with(main(list(ctx.args)))
+    raise typer.Exit(main(list(ctx.args)) or 0)
 
 
 def fake_sdk_runtime(ctx: typer.Context) -> None:
@@ -36,7 +32,7 @@ def fake_sdk_runtime(ctx: typer.Context) -> None:
     """
     from subagent_sdk.testing import main
 
-    _exit_with(main(list(ctx.args)))
+    raise typer.Exit(main(list(ctx.args)) or 0)
 
 
 def fake_model(ctx: typer.Context) -> None:
@@ -47,7 +43,7 @@ def fake_model(ctx: typer.Context) -> None:
     """
     from model_agent.testing import main
 
-    _exit_with(main(list(ctx.args)))
+    raise typer.Exit(main(list(ctx.args)) or 0)
 
 
 PASSTHROUGH_SETTINGS = _PASSTHROUGH

@@ -8,8 +8,6 @@ from typing import Annotated
 
 import typer
 
-from harness._exit import UsageError
-
 from ._options import (
     BaseURLOption,
     ChildStderrOption,
@@ -17,8 +15,6 @@ from ._options import (
     JSONOption,
     ModelOption,
     WorkspaceOption,
-    read_prompt,
-    workspace_path,
 )
 from ._support import cli_errors
 
@@ -100,30 +96,23 @@ def fanout(
     when at least one child completed, 1 otherwise, 2 for a usage error (worktree isolation
     outside a git repository among them), 130 when interrupted.
     """
-    from harness._config import load_config
-    from harness._fanout_command import FanoutOptions, fanout_once
+    from harness.fanout._command import fanout_command
 
-    if isolation is IsolationChoice.none and not yes:
-        raise UsageError(
-            "--isolation none runs every child in the same files; pass --yes to accept that"
-        )
-    root = workspace_path(workspace)
-    settings = load_config(config, workspace=root)
-    code = fanout_once(
-        settings,
-        agent,
-        read_prompt(prompt),
-        workspace=root,
-        base_url=base_url,
-        model=model,
-        options=FanoutOptions(
+    raise typer.Exit(
+        fanout_command(
+            prompt=prompt,
+            agents=agent,
             isolation=isolation.value,
+            yes=yes,
             keep=keep,
             concurrency=concurrency,
             timeout_seconds=timeout,
-            patch_dir=None if patches is None else patches.resolve(),
+            patch_dir=patches,
+            workspace=workspace,
+            config=config,
+            model=model,
+            base_url=base_url,
             json=json,
             child_stderr=child_stderr,
-        ),
+        )
     )
-    raise typer.Exit(code)

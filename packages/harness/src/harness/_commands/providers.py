@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ._options import ConfigOption, JSONOption, WorkspaceOption, workspace_path
+from ._options import ConfigOption, JSONOption, WorkspaceOption
 from ._support import cli_errors
 
 
@@ -28,9 +28,6 @@ def providers(
     A provider that cannot start shows its safe diagnostic (never the child's own error text).
     Exit 0 when every checked provider started, 1 otherwise.
     """
-    from harness._config import load_config
-    from harness._provider_check import show_providers
+    from harness._registry.provider_check import providers_command
 
-    root = workspace_path(workspace)
-    settings = load_config(config, workspace=root)
-    raise typer.Exit(show_providers(settings, workspace=root, check=check, json=json))
+    raise typer.Exit(providers_command(workspace=workspace, config=config, check=check, json=json))

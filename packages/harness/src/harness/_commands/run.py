@@ -13,8 +13,6 @@ from ._options import (
     ModelOption,
     ShowThinkingOption,
     WorkspaceOption,
-    read_prompt,
-    workspace_path,
 )
 from ._support import cli_errors
 
@@ -63,27 +61,19 @@ def run(
     stopped and a summary is printed. Exit 0 when the run completed, 1 when it failed (the
     reason is printed), 2 for a usage error, 130 when interrupted.
     """
-    from harness._config import load_config, parse_mcp_flag
-    from harness._endpoint import resolve_endpoint
+    from harness._live.model_run import run_command
 
-    root = workspace_path(workspace)
-    settings = load_config(config, workspace=root)
-    endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
-    servers = {item.name: item for item in settings.mcp}
-    for value in mcp or []:
-        flagged = parse_mcp_flag(value)
-        servers[flagged.name] = flagged
-    text = read_prompt(prompt)
-    from harness._run_session import run_prompt
-
-    code = run_prompt(
-        text,
-        endpoint=endpoint,
-        workspace=root,
-        mode=mode.value,
-        max_steps=max_steps,
-        ask=not yes,
-        show_thinking=show_thinking,
-        mcp=tuple(servers.values()),
+    raise typer.Exit(
+        run_command(
+            prompt=prompt,
+            mode=mode.value,
+            workspace=workspace,
+            model=model,
+            base_url=base_url,
+            config=config,
+            max_steps=max_steps,
+            ask=not yes,
+            show_thinking=show_thinking,
+            mcp=mcp or [],
+        )
     )
-    raise typer.Exit(code)

@@ -6,14 +6,15 @@ from typing import Annotated
 
 import typer
 
-from harness._agent_servers.options import (
+from ._options import (
+    BaseURLOption,
+    ConfigOption,
     LogFileOption,
+    ModeChoice,
+    ModelOption,
     StateDirOption,
     VerboseOption,
-    prepare_server,
 )
-
-from ._options import BaseURLOption, ConfigOption, ModeChoice, ModelOption
 from ._support import cli_errors
 
 
@@ -39,15 +40,17 @@ def sdk_runtime(
     --state-dir). shutdown, stdin EOF or SIGTERM end it with exit 0. A failed turn ends with
     turn/end {kind: "error"}.
     """
-    from pathlib import Path
+    from harness._agent_servers.sdk_server import sdk_runtime_command
 
-    from harness._agent_servers.sdk_server import serve_sdk
-    from harness._config import load_config
-    from harness._endpoint import resolve_endpoint
-
-    settings = load_config(config, workspace=Path.cwd())
-    endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
-    state = prepare_server(state_dir=state_dir, verbose=verbose, log_file=log_file)
     raise typer.Exit(
-        serve_sdk(endpoint=endpoint, mode=mode.value, max_steps=max_steps, state_dir=state)
+        sdk_runtime_command(
+            mode=mode.value,
+            model=model,
+            base_url=base_url,
+            max_steps=max_steps,
+            config=config,
+            state_dir=state_dir,
+            verbose=verbose,
+            log_file=log_file,
+        )
     )

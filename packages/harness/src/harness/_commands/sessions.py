@@ -28,10 +28,9 @@ def sessions(ctx: typer.Context, json: JSONOption = False) -> None:
     """List the kept sessions, most recently used first."""
     if ctx.invoked_subcommand is not None:
         return
-    from harness._named_sessions import sessions_root
-    from harness._sessions_view import print_sessions
+    from harness._live.kept_sessions import sessions_command
 
-    print_sessions(sessions_root(), json=json)
+    raise typer.Exit(sessions_command(json=json))
 
 
 @sessions_app.command("close")
@@ -39,16 +38,9 @@ def sessions(ctx: typer.Context, json: JSONOption = False) -> None:
 def close(name: Annotated[str, typer.Argument(help="The session's name.")]) -> None:
     """Delete a kept session: its record and the child's own state for it (the child's side
     of the conversation is kept only there, so it ends with it)."""
-    from harness._exit import UsageError
-    from harness._named_sessions import check_name, find_session, remove_session, sessions_root
+    from harness._live.kept_sessions import close_command
 
-    root = sessions_root()
-    record = find_session(root, check_name(name))
-    if record is None:
-        raise UsageError(f"no session named {name}")
-    if not remove_session(root, record):
-        raise UsageError(f"session {name} is in use by a running delegate; try again after it")
-    typer.echo(f"closed session {name}")
+    raise typer.Exit(close_command(name))
 
 
 @sessions_app.command("prune")
@@ -60,8 +52,6 @@ def prune(
     ],
 ) -> None:
     """Delete every kept session not used for the given time (sessions in use are kept)."""
-    from harness._named_sessions import parse_age, prune, sessions_root
+    from harness._live.kept_sessions import prune_command
 
-    removed = prune(sessions_root(), parse_age(older_than))
-    names = ", ".join(record.label or record.handle for record in removed)
-    typer.echo(f"pruned {len(removed)} session(s)" + (f": {names}" if names else ""))
+    raise typer.Exit(prune_command(older_than))

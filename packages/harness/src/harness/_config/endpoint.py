@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ._config import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL, MODEL_ENV, ModelSettings
-from ._exit import UsageError
+from harness._console.exit_codes import UsageError
+
+from .settings import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL, MODEL_ENV, ModelSettings
 
 
 class MissingKeyError(UsageError):

@@ -5,21 +5,20 @@ that placement: `remote = { destination = … }` for ssh, `ray = { address = …
 for Ray. Either table alone implies its placement; both at once, or a placement whose table
 contradicts it, is one error naming both keys. The Ray table is checked here, without
 importing `subagent_ray`: a file is judged the same whether or not the extra is installed, and
-the package is imported only when such a provider is built (`ray_placement`).
+the package is imported only when such a provider is built (`_registry.placement`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from subagent_core import Placement, SSHRemote
+from subagent_core import SSHRemote
 
-from ._exit import UsageError
-from ._toml_values import (
+from .toml_values import (
     ConfigError,
     read_list,
     read_optional_string,
@@ -32,7 +31,6 @@ from ._toml_values import (
 
 PLACEMENT_KEYS = {"placement", "remote", "ray"}
 """The keys of a process provider's table that say where its child runs."""
-RAY_INSTALL = "pip install 'subagent-harness[ray]'"
 _REMOTE_KEYS = {"destination", "port", "identity_file", "options", "python"}
 _RAY_KEYS = {"address", "resources", "node_id", "namespace", "start_timeout_seconds"}
 
@@ -43,7 +41,7 @@ def _no_resources() -> Mapping[str, float]:
 
 @dataclass(frozen=True, slots=True)
 class RaySettings:
-    """A `[providers.x.ray]` table, checked; `ray_placement` makes the `RayPlacement`."""
+    """A `[providers.x.ray]` table, checked; `_registry.placement` makes the `RayPlacement`."""
 
     address: str | None = None
     """The cluster (`host:port` or `auto`); None: Ray's default (`RAY_ADDRESS`, else local)."""
@@ -137,34 +135,3 @@ def _ray(ray: Mapping[str, object], prefix: str) -> RaySettings:
         namespace=read_optional_string(ray, "namespace", prefix),
         start_timeout_seconds=timeout,
     )
-
-
-def ray_placement(settings: RaySettings, *, provider: str, source: Path | None) -> Placement:
-    """The `RayPlacement` for checked settings (imports `subagent_ray` now, not before).
-
-    Raises:
-        UsageError: `subagent-ray` is not installed (the message says what to install).
-        ConfigError: the package refused a value (names the key, never the value).
-    """
-    try:
-        from subagent_ray import RayPlacement
-    except ImportError:
-        raise UsageError(
-            f'provider "{provider}" runs on Ray (placement = "ray"), and subagent-ray is not '
-            f"installed: {RAY_INSTALL}"
-        ) from None
-    try:
-        placement = RayPlacement(
-            address=settings.address,
-            resources=dict(settings.resources),
-            node_id=settings.node_id,
-            namespace=settings.namespace,
-        )
-        if settings.start_timeout_seconds is None:
-            return placement
-        return replace(placement, start_timeout_seconds=settings.start_timeout_seconds)
-    except ValueError as error:
-        key, _, problem = str(error).partition(" ")
-        raise ConfigError(
-            f"providers.{provider}.ray.{key.removeprefix('remote.')}", problem, file=source
-        ) from None

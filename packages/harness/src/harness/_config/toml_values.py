@@ -1,8 +1,9 @@
 """Typed values out of a `harness.toml` table: each reader names the dotted key it refused.
 
-The schema (`_config`) says which keys each table has; these readers say what a key's value
-must be. Every refusal is a `ConfigError` naming the file and the key, never echoing the value
-(it may be a credential pasted in by mistake), so the CLI can print one line and exit 2.
+The schemas (`loading`, `provider_tables`) say which keys each table has; these readers say
+which TOML type a key's value must be (a provider's own config then checks what it means).
+Every refusal is a `ConfigError` naming the file and the key, never echoing the value (it may
+be a credential pasted in by mistake), so the CLI can print one line and exit 2.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar, cast
 
-from ._exit import UsageError
+from harness._console.exit_codes import UsageError
 
 CONFIG_FILE_NAME = "harness.toml"
 _T = TypeVar("_T")

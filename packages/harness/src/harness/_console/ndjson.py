@@ -23,7 +23,7 @@ from subagent_core import (
     UsageEvent,
 )
 
-from ._usage_view import cost_record, usage_record
+from .usage import cost_record, usage_record
 
 
 def emit(record: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from ._delegate_view import screen_text
+from .screen import screen_text
 
 
 def _action_text(name: str, arguments: Mapping[str, Any]) -> str:

@@ -13,9 +13,9 @@ from typing import Any
 from model_agent import Agent, AgentEvent, ChildEnded, ToolEnded
 from subagent_core import CancelSignal, StopReason, SubagentResult
 
-from harness._agent_factory import agent_config
-from harness._config import DEFAULT_MODEL
-from harness._endpoint import ResolvedEndpoint
+from harness._config.endpoint import ResolvedEndpoint
+from harness._config.settings import DEFAULT_MODEL
+from harness._registry.model_agent_config import agent_config
 
 from .kit import (
     acp_agent_provider,
@@ -164,8 +164,8 @@ async def _codex_fake(context: ScenarioContext) -> SubagentResult:
 
     from subagent_codex.testing import scenario_env
 
-    from harness._config import ProviderSettings
-    from harness._providers import build_provider, with_graces
+    from harness._config.provider_tables import provider_from_table
+    from harness._registry.build import build_provider, with_graces
 
     turn = [
         {"delta": "Hello from "},
@@ -173,13 +173,15 @@ async def _codex_fake(context: ScenarioContext) -> SubagentResult:
         {"usage": [12, 2, 5]},
         {"complete": "completed"},
     ]
-    settings = ProviderSettings(
-        name="codex-fake",
-        kind="codex",
-        command=sys.executable,
-        args=("-m", "subagent_codex.testing"),
-        env=scenario_env({"turn": turn}),
-        sandbox="read-only",
+    settings = provider_from_table(
+        "codex-fake",
+        {
+            "kind": "codex",
+            "command": sys.executable,
+            "args": ["-m", "subagent_codex.testing"],
+            "env": scenario_env({"turn": turn}),
+            "sandbox": "read-only",
+        },
     )
     provider = build_provider(
         with_graces(settings, *context.graces), endpoint=None, workspace=context.workspace

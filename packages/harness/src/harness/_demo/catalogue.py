@@ -1,8 +1,14 @@
-"""The scenario lists `harness demo`, `harness e2e` and `tests-e2e/` run."""
+"""The scenario lists `harness demo`, `harness e2e` and `tests-e2e/` run, and the two commands."""
 
 from __future__ import annotations
 
+import os
+
+from harness._config.endpoint import MissingKeyError
+from harness._config.settings import API_KEY_ENV
+
 from . import bodies, keyed
+from .runner import run_scenarios_cli
 from .scenario import Scenario
 
 
@@ -19,3 +25,22 @@ def e2e_scenarios() -> list[Scenario]:
 def keyed_scenarios() -> list[Scenario]:
     """Real-model scenarios; they need `DEEPSEEK_API_KEY`."""
     return keyed.keyed()
+
+
+def demo_command(*, live: bool, json: bool) -> int:
+    """`harness demo`: the keyless scenarios run and tabled; 0 only when every one matched."""
+    return run_scenarios_cli(demo_scenarios(), title="harness demo", live=live, json=json)
+
+
+def e2e_command(*, keyed: bool, live: bool, json: bool) -> int:
+    """`harness e2e`: the end-to-end scenarios (and with `keyed` the real-model ones).
+
+    Raises:
+        MissingKeyError: `keyed` without `DEEPSEEK_API_KEY`.
+    """
+    scenarios = e2e_scenarios()
+    if keyed:
+        if not os.environ.get(API_KEY_ENV):
+            raise MissingKeyError
+        scenarios = [*scenarios, *keyed_scenarios()]
+    return run_scenarios_cli(scenarios, title="harness e2e", live=live, json=json)

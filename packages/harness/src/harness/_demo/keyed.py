@@ -13,8 +13,8 @@ from typing import Any
 from subagent_core import SubagentResult, child_env
 from subagent_core.kit import open_managed_process
 
-from harness._config import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
-from harness._providers import HARNESS_ARGV
+from harness._config.settings import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
+from harness._registry.build import HARNESS_ARGV
 
 from .kit import acp_agent_provider, run_child, sdk_runtime_provider
 from .scenario import Expectation, Scenario, ScenarioContext

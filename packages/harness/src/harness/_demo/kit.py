@@ -20,8 +20,8 @@ from subagent_core import (
     SubagentStartError,
 )
 
-from harness._config import ProviderSettings
-from harness._providers import HARNESS_ARGV, build_provider, with_graces
+from harness._config.provider_tables import provider_from_table
+from harness._registry.build import HARNESS_ARGV, build_provider, with_graces
 
 from .scenario import ScenarioContext
 
@@ -48,14 +48,10 @@ def self_provider(
     if stderr_to is not None:
         argv = ["/bin/sh", "-c", _STDERR_TO_FILE, "sh", str(stderr_to), *argv]
     command, *rest = argv
-    settings = ProviderSettings(
-        name=name,
-        kind=kind,
-        command=command,
-        args=tuple(rest),
-        env=env or {},
-        permission=permission,
-    )
+    table: dict[str, object] = {"kind": kind, "command": command, "args": rest, "env": env or {}}
+    if kind == "acp":
+        table["permission"] = permission  # the SDK wire has no permission requests
+    settings = provider_from_table(name, table)
     return build_provider(
         with_graces(settings, *context.graces), endpoint=None, workspace=context.workspace
     )
@@ -125,8 +121,9 @@ def claude_fake_provider(context: ScenarioContext, script: dict[str, object]) ->
     from subagent_claude.testing import fake_claude_argv, script_env
 
     command, *args = fake_claude_argv()
-    settings = ProviderSettings(
-        name="claude-fake", kind="claude", command=command, args=tuple(args), env=script_env(script)
+    settings = provider_from_table(
+        "claude-fake",
+        {"kind": "claude", "command": command, "args": args, "env": script_env(script)},
     )
     return build_provider(
         with_graces(settings, *context.graces), endpoint=None, workspace=context.workspace

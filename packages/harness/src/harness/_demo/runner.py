@@ -13,9 +13,9 @@ from rich.markup import escape
 from rich.table import Table
 from subagent_core import SubagentResult
 
-from harness._exit import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK
-from harness._json_output import emit
-from harness._output import output_console
+from harness._console.consoles import output_console
+from harness._console.exit_codes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK
+from harness._console.ndjson import emit
 
 from .scenario import Scenario, ScenarioContext, ScenarioOutcome, check
 

@@ -7,12 +7,11 @@
 
 In the first two the child's final output goes to stdout once, after the run: a script reading
 stdout gets the answer and nothing else. Child-written text is for the screen only and is
-stripped of control characters first, so it cannot drive the terminal.
+stripped of control characters first (`_console.screen`), so it cannot drive the terminal.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Protocol
 
@@ -31,16 +30,11 @@ from subagent_core import (
     UsageEvent,
 )
 
-from ._json_output import emit, event_record
+from harness._console.ndjson import emit, event_record
+from harness._console.screen import screen_text
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _TAIL_LINES = 8
 _STATUS_STYLE = {"completed": "green", "failed": "red", "in_progress": "yellow"}
-
-
-def screen_text(text: str) -> str:
-    """Child-written text made safe to print: no escape sequences or other control codes."""
-    return _CONTROL.sub("", text)
 
 
 class RunView(Protocol):

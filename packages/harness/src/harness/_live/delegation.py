@@ -16,6 +16,7 @@ import anyio
 from subagent_core import (
     Budget,
     CancelSignal,
+    Cost,
     SessionRequest,
     SubagentError,
     SubagentRegistry,
@@ -26,18 +27,28 @@ from subagent_core import (
     SubagentStartError,
 )
 
-from ._child_stderr import child_stderr_logs
-from ._config import FileSystemMode, HarnessConfig, PermissionPolicy, ProviderSettings
-from ._delegate_view import JSONView, LiveView, PlainView, RunView
-from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
-from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
-from ._json_output import emit, result_record
-from ._named_sessions import find_session, sessions_root
-from ._provider_overrides import ProviderOverrides
-from ._providers import build_registry, require_provider
-from ._signals import cancel_on_signals
-from ._start_failure import SPAWN_HINTS, spawn_reason
-from ._usage_view import usage_summary
+from harness._config.endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
+from harness._config.loading import load_config
+from harness._config.paths import sessions_root, workspace_path
+from harness._config.settings import (
+    FileSystemMode,
+    HarnessConfig,
+    PermissionAnswer,
+    ProviderSettings,
+)
+from harness._console.exit_codes import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
+from harness._console.inputs import read_prompt, read_schema
+from harness._console.ndjson import emit, result_record
+from harness._console.signals import cancel_on_signals
+from harness._console.start_failure import SPAWN_HINTS, spawn_reason
+from harness._console.terminal_prompt import terminal_permission
+from harness._console.usage import usage_summary
+from harness._registry.build import build_registry, require_provider
+from harness._registry.child_stderr import child_stderr_logs
+from harness._registry.overrides import ApproveChoice, ProviderOverrides
+
+from .delegate_view import JSONView, LiveView, PlainView, RunView
+from .kept_sessions import check_name, find_session
 
 EVENTS_DRAIN_SECONDS = 5.0
 """How long the view may take to receive the last events once the run has settled."""
@@ -69,7 +80,7 @@ class DelegateOptions:
 class ACPOverrides:
     """Command-line choices that replace an ACP provider's configured ones (None: keep)."""
 
-    permission: PermissionPolicy | None = None
+    permission: PermissionAnswer | None = None
     fs: FileSystemMode | None = None
     terminal: bool | None = None
 
@@ -98,12 +109,82 @@ class ACPOverrides:
         permission = self.permission or settings.permission
         if permission == "ask" and not sys.stdin.isatty():
             raise UsageError("--permission ask needs a terminal on stdin to ask at")
-        return replace(
-            settings,
-            permission=permission,
-            fs=self.fs or settings.fs,
-            terminal=settings.terminal if self.terminal is None else self.terminal,
-        )
+        changes: dict[str, Any] = {}
+        if self.permission is not None:
+            ask = self.permission == "ask"
+            changes["permission"] = terminal_permission() if ask else self.permission
+        if self.fs is not None:
+            changes["fs"] = self.fs
+        if self.terminal is not None:
+            changes["terminal"] = self.terminal
+        return replace(settings, config=replace(settings.config, **changes))
+
+
+def delegate_command(
+    *,
+    prompt: str,
+    provider: str,
+    workspace: Path | None,
+    config: Path | None,
+    model: str | None,
+    base_url: str | None,
+    timeout_seconds: float | None,
+    json: bool,
+    show_thinking: bool,
+    strict: bool,
+    output_schema: Path | None,
+    child_stderr: bool,
+    session: str | None,
+    budget_tokens: int | None,
+    budget_usd: float | None,
+    acp: ACPOverrides,
+    approve: ApproveChoice | None,
+    startup_timeout_seconds: float | None,
+    idle_timeout_seconds: float | None,
+) -> int:
+    """`harness delegate`: the command's options read (the prompt, `-` for stdin; the schema
+    file; the config of the workspace, a kept session's own by default), then `delegate_once`.
+
+    Raises:
+        UsageError: a bad option value, workspace or config, or what `delegate_once` raises.
+    """
+    name = None if session is None else check_name(session)
+    if name is not None and workspace is None:
+        # A kept session continues where it ran (a fan-out child's worktree, say).
+        kept = find_session(sessions_root(), name)
+        if kept is not None and kept.cwd is not None:
+            workspace = Path(kept.cwd)
+    root = workspace_path(workspace)
+    settings = load_config(config, workspace=root)
+    return delegate_once(
+        settings,
+        provider,
+        read_prompt(prompt),
+        workspace=root,
+        base_url=base_url,
+        model=model,
+        options=DelegateOptions(
+            timeout_seconds=timeout_seconds,
+            json=json,
+            show_thinking=show_thinking,
+            strict=strict,
+            output_schema=None if output_schema is None else read_schema(output_schema),
+            child_stderr=child_stderr,
+            session=name,
+            budget=None
+            if budget_tokens is None and budget_usd is None
+            else Budget(
+                max_tokens=budget_tokens,
+                max_cost=None if budget_usd is None else Cost(budget_usd, "USD"),
+            ),
+        ),
+        acp=acp,
+        overrides=ProviderOverrides(
+            approve=approve,
+            startup_timeout_seconds=startup_timeout_seconds,
+            idle_timeout_seconds=idle_timeout_seconds,
+        ),
+    )
 
 
 def delegate_once(

@@ -1,4 +1,4 @@
-"""Named sessions: `harness delegate --session NAME` keeps one child conversation per name.
+"""Kept sessions: `harness delegate --session NAME` keeps one child conversation per name.
 
 Each CLI call is its own process, so every turn after the first is a cold resume: the session
 is kept by core's store under `sessions/` in the harness state directory (one folder per
@@ -9,6 +9,7 @@ label. The handle stays ours; the child's own session id never leaves the record
 from __future__ import annotations
 
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Final
@@ -16,20 +17,14 @@ from typing import Final
 from subagent_core import SessionRecord, list_records
 from subagent_core.kit import SessionBusyError, SessionSlot
 
-from ._child_stderr import state_dir
-from ._exit import UsageError
+from harness._config.paths import sessions_root
+from harness._console.exit_codes import EXIT_OK, UsageError
 
-SESSIONS_DIR: Final = "sessions"
-"""The folder under the state directory that holds every named session."""
+from .kept_sessions_view import print_sessions
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _UNIT_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def sessions_root() -> Path:
-    """Where named sessions live: `sessions/` under the harness state directory."""
-    return state_dir() / SESSIONS_DIR
 
 
 def check_name(name: str) -> str:
@@ -85,3 +80,42 @@ def prune(root: Path, older_than_seconds: float) -> list[SessionRecord]:
         for record in list_records(root)
         if record.last_used < cutoff and remove_session(root, record)
     ]
+
+
+def sessions_command(*, json: bool) -> int:
+    """`harness sessions`: the kept sessions, most recently used first; exit 0."""
+    print_sessions(sessions_root(), json=json)
+    return EXIT_OK
+
+
+def close_command(name: str) -> int:
+    """`harness sessions close NAME`: deletes the kept session and says so; exit 0.
+
+    Raises:
+        UsageError: a bad name, no such session, or one a running delegate holds.
+    """
+    root = sessions_root()
+    record = find_session(root, check_name(name))
+    if record is None:
+        raise UsageError(f"no session named {name}")
+    if not remove_session(root, record):
+        raise UsageError(f"session {name} is in use by a running delegate; try again after it")
+    _out(f"closed session {name}")
+    return EXIT_OK
+
+
+def prune_command(older_than: str) -> int:
+    """`harness sessions prune --older-than AGE`: deletes the stale sessions, names them; 0.
+
+    Raises:
+        UsageError: AGE is not a duration.
+    """
+    removed = prune(sessions_root(), parse_age(older_than))
+    names = ", ".join(record.label or record.handle for record in removed)
+    _out(f"pruned {len(removed)} session(s)" + (f": {names}" if names else ""))
+    return EXIT_OK
+
+
+def _out(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()

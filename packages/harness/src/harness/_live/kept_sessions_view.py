@@ -11,9 +11,9 @@ from pathlib import Path
 from rich.table import Table
 from subagent_core import SessionRecord, list_records
 
-from ._json_output import emit
-from ._output import output_console
-from ._usage_view import cost_text, usage_record
+from harness._console.consoles import output_console
+from harness._console.ndjson import emit
+from harness._console.usage import cost_text, usage_record
 
 
 def print_sessions(root: Path, *, json: bool) -> None:

@@ -14,7 +14,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import anyio
 from model_agent import (
@@ -33,14 +32,17 @@ from rich.console import Console
 from rich.markup import escape
 from subagent_core import CancelSignal
 
-from ._agent_factory import agent_config
-from ._config import MCPServerSettings
-from ._delegate_view import screen_text
-from ._endpoint import ResolvedEndpoint
-from ._exit import EXIT_INCOMPLETE, EXIT_OK, signal_exit_code
-from ._signals import cancel_on_signals
-from ._terminal_prompt import ask_on_terminal
-from ._usage_view import usage_summary
+from harness._config.endpoint import ResolvedEndpoint, resolve_endpoint
+from harness._config.loading import load_config, parse_mcp_flag
+from harness._config.paths import workspace_path
+from harness._config.settings import MCPServerSettings, WorkMode
+from harness._console.exit_codes import EXIT_INCOMPLETE, EXIT_OK, signal_exit_code
+from harness._console.inputs import read_prompt
+from harness._console.screen import screen_text
+from harness._console.signals import cancel_on_signals
+from harness._console.terminal_prompt import ask_on_terminal
+from harness._console.usage import usage_summary
+from harness._registry.model_agent_config import agent_config
 
 
 @dataclass(slots=True)
@@ -50,12 +52,50 @@ class _Tally:
     text_open: bool = False
 
 
+def run_command(
+    *,
+    prompt: str,
+    mode: WorkMode,
+    workspace: Path | None,
+    model: str | None,
+    base_url: str | None,
+    config: Path | None,
+    max_steps: int,
+    ask: bool,
+    show_thinking: bool,
+    mcp: Sequence[str],
+) -> int:
+    """`harness run`: the workspace's config and endpoint, the `--mcp` servers over its
+    `[mcp.*]` tables (by name), the prompt (`-`: stdin), then `run_prompt`.
+
+    Raises:
+        UsageError: a bad workspace, config, endpoint, `--mcp` value or an empty prompt.
+    """
+    root = workspace_path(workspace)
+    settings = load_config(config, workspace=root)
+    endpoint = resolve_endpoint(settings.model, base_url=base_url, model=model)
+    servers = {item.name: item for item in settings.mcp}
+    for value in mcp:
+        flagged = parse_mcp_flag(value)
+        servers[flagged.name] = flagged
+    return run_prompt(
+        read_prompt(prompt),
+        endpoint=endpoint,
+        workspace=root,
+        mode=mode,
+        max_steps=max_steps,
+        ask=ask,
+        show_thinking=show_thinking,
+        mcp=tuple(servers.values()),
+    )
+
+
 def run_prompt(
     prompt: str,
     *,
     endpoint: ResolvedEndpoint,
     workspace: Path,
-    mode: Literal["ask", "execute"],
+    mode: WorkMode,
     max_steps: int = 50,
     ask: bool = True,
     show_thinking: bool = False,

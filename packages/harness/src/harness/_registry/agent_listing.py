@@ -23,14 +23,17 @@ from rich.table import Table
 from subagent_core import child_env
 from subagent_core.kit import SpawnError, open_managed_process
 
-from ._config import HarnessConfig, ProviderSettings
-from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
-from ._exit import EXIT_INCOMPLETE, EXIT_OK
-from ._json_output import emit
-from ._native import native_installed
-from ._output import output_console
-from ._presets import NATIVE_KINDS, NATIVE_PACKAGES, PRESETS, find_preset
-from ._providers import preset_settings
+from harness._config.endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
+from harness._config.loading import load_config
+from harness._config.paths import workspace_path
+from harness._config.presets import NATIVE_KINDS, NATIVE_PACKAGES, PRESETS, find_preset
+from harness._config.provider_tables import preset_settings
+from harness._config.settings import HarnessConfig, ProviderSettings
+from harness._console.consoles import output_console
+from harness._console.exit_codes import EXIT_INCOMPLETE, EXIT_OK
+from harness._console.ndjson import emit
+
+from .native import native_installed
 
 VERSION_TIMEOUT_SECONDS: Final = 10.0
 """How long `--version` may take (a Node agent on a loaded machine needs a few seconds)."""
@@ -153,7 +156,7 @@ async def check_rows(
     rows: Sequence[AgentRow], endpoint: ResolvedEndpoint | None, workspace: Path
 ) -> list[AgentRow]:
     """Each found row started once (one at a time), with its status."""
-    from ._provider_check import check_provider
+    from .provider_check import check_provider
 
     checked: list[AgentRow] = []
     for row in rows:
@@ -277,3 +280,13 @@ def _print_table(rows: Sequence[AgentRow], *, check: bool) -> None:
             cells.append(escape(row.check or "—"))
         table.add_row(*cells)
     output_console().print(table)
+
+
+def agents_command(*, workspace: Path | None, config: Path | None, check: bool, json: bool) -> int:
+    """`harness agents`: the agents of the workspace's config listed (and checked); the code.
+
+    Raises:
+        UsageError: the workspace is not accessible, or the config is bad.
+    """
+    root = workspace_path(workspace)
+    return show_agents(load_config(config, workspace=root), workspace=root, check=check, json=json)

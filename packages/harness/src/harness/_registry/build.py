@@ -1,4 +1,17 @@
-"""Builds the registry of providers from harness.toml (imports the provider packages)."""
+"""Settings → providers and the registry: the one place provider objects are made.
+
+```
+HarnessConfig ─┬─ builtin_providers(endpoint)  acp / dsh-sdk (this harness as a child), model
+               └─ its [providers.*] tables     (a table of a built-in's name replaces it)
+                      │ provider_settings / find_provider / require_provider (-a NAME)
+                      ▼                           (an agent by name when nothing else is called so)
+               ProviderSettings ──build_provider──▶ config + this run's facts ──▶ XProvider
+                      name, env resolved now, cwd, placement (placement.py), child stderr log,
+                      command-line overrides (overrides.py)
+                      ▼
+               build_registry ──▶ SubagentRegistry
+```
+"""
 
 from __future__ import annotations
 
@@ -13,16 +26,17 @@ from subagent_claude import ClaudeConfig, ClaudeProvider
 from subagent_codex import CodexConfig, CodexProvider
 from subagent_core import Placement, SubagentProvider, SubagentRegistry
 from subagent_core.kit import ChildStderr
-from subagent_sdk import SDKConfig, SDKProvider
+from subagent_sdk import SDKProvider
 
-from ._child_stderr import ChildStderrLogs
-from ._config import API_KEY_ENV, HarnessConfig, ProviderSettings
-from ._endpoint import MissingKeyError, ResolvedEndpoint
-from ._exit import UsageError
-from ._placement_config import ray_placement
-from ._presets import NATIVE_KINDS, PRESETS, Preset, preset_names
-from ._provider_overrides import ProviderOverrides
-from ._terminal_prompt import terminal_permission
+from harness._config.endpoint import MissingKeyError, ResolvedEndpoint
+from harness._config.presets import PRESETS, preset_names
+from harness._config.provider_tables import preset_settings, provider_from_table
+from harness._config.settings import API_KEY_ENV, HarnessConfig, ModelChildConfig, ProviderSettings
+from harness._console.exit_codes import UsageError
+
+from .child_stderr import ChildStderrLogs
+from .overrides import ProviderOverrides
+from .placement import placement_of
 
 HARNESS_ARGV: tuple[str, ...] = (sys.executable, "-m", "harness")
 """How this harness starts itself as a child (works without the console script on PATH)."""
@@ -43,21 +57,20 @@ def builtin_providers(endpoint: ResolvedEndpoint | None) -> list[ProviderSetting
             env[API_KEY_ENV] = f"${{{API_KEY_ENV}}}"
     command, *prefix = HARNESS_ARGV
     return [
-        ProviderSettings(
-            name="acp",
-            kind="acp",
-            command=command,
-            args=(*prefix, "acp-agent", *flags),
-            env=env,
+        provider_from_table(
+            "acp",
+            {"kind": "acp", "command": command, "args": [*prefix, "acp-agent", *flags], "env": env},
         ),
-        ProviderSettings(
-            name="dsh-sdk",
-            kind="sdk",
-            command=command,
-            args=(*prefix, "sdk-runtime", *flags),
-            env=env,
+        provider_from_table(
+            "dsh-sdk",
+            {
+                "kind": "sdk",
+                "command": command,
+                "args": [*prefix, "sdk-runtime", *flags],
+                "env": env,
+            },
         ),
-        ProviderSettings(name="model", kind="model"),
+        provider_from_table("model", {"kind": "model"}),
     ]
 
 
@@ -70,26 +83,6 @@ def provider_settings(
     builtin_names = {item.name for item in builtins}
     merged = [configured.get(item.name, item) for item in builtins]
     return merged + [item for item in config.providers if item.name not in builtin_names]
-
-
-def preset_settings(preset: Preset) -> ProviderSettings:
-    """The provider a preset is when named with no config table."""
-    return ProviderSettings(
-        name=preset.name,
-        kind=preset.kind,
-        # The native providers find their CLI themselves (on PATH or bundled in a wheel).
-        command=None if preset.kind in NATIVE_KINDS else preset.command or preset.program,
-        args=preset.args,
-        env=dict(preset.env),
-        dispose_eof_grace_seconds=preset.dispose_eof_grace_seconds,
-        dispose_grace_seconds=preset.dispose_grace_seconds,
-        dispose_kill_grace_seconds=preset.dispose_kill_grace_seconds,
-        child_mode=preset.mode,
-        preset=preset.name,
-        unset_env=preset.unset,
-        credentials=preset.credentials,
-        requires_credential=preset.requires_credential,
-    )
 
 
 def find_provider(
@@ -131,6 +124,15 @@ def is_builtin(config: HarnessConfig, settings: ProviderSettings) -> bool:
     return config.provider(settings.name) is None and settings.preset is None
 
 
+class _RunFacts(TypedDict):
+    """What the table's config cannot know until the provider is built for this command."""
+
+    provider_name: str
+    cwd: Path | None
+    env: dict[str, str | None]
+    remote: Placement | None
+
+
 def build_provider(
     settings: ProviderSettings,
     *,
@@ -141,8 +143,11 @@ def build_provider(
 ) -> SubagentProvider:
     """One provider object for `settings`, with command-line `overrides` applied.
 
-    Its children's stderr goes to `child_stderr`'s logs, or is drained and dropped (`None`);
-    it never reaches the harness's own stderr unless those logs are `live`.
+    The provider's config from the table gets this command's facts laid over it (the name, the
+    env with its references resolved, the cwd, the placement, the stderr log); `replace` runs
+    the provider's own checks again on the whole. Its children's stderr goes to
+    `child_stderr`'s logs, or is drained and dropped (`None`); it never reaches the harness's
+    own stderr unless those logs are `live`.
 
     Raises:
         ValueError: the provider package rejected the configuration (message names the key).
@@ -150,114 +155,31 @@ def build_provider(
             variable that is not set, or an override the provider cannot take.
     """
     overrides = overrides or ProviderOverrides()
+    config = settings.config
+    if isinstance(config, ModelChildConfig):
+        overrides.refuse_for(settings.name, settings.kind)
+        from .model_provider import model_provider
+
+        return model_provider(config, endpoint=endpoint, workspace=workspace)
     stderr = ChildStderr() if child_stderr is None else child_stderr.for_provider(settings.name)
-    if settings.kind == "acp":
-        acp = ACPConfig(
-            **_process_fields(settings),
-            permission=(
-                terminal_permission() if settings.permission == "ask" else settings.permission
-            ),
-            fs=settings.fs,
-            terminal=settings.terminal,
-            model=settings.child_model,
-            mode=settings.child_mode,
-            child_stderr=stderr,
-        )
-        return ACPProvider(overrides.apply(acp, provider=settings.name))
-    if settings.kind == "claude":
-        claude = _claude_config(settings, stderr)
-        return ClaudeProvider(overrides.apply(claude, provider=settings.name))
-    if settings.kind == "codex":
-        codex = CodexConfig(
-            provider_name=settings.name,
-            command=settings.command,
-            args=list(settings.args),
-            cwd=settings.cwd,
-            env=settings.explicit_env(),
-            permission=(
-                terminal_permission() if settings.permission == "ask" else settings.permission
-            ),
-            sandbox=settings.sandbox,
-            model=settings.child_model or settings.codex_model,
-            config_overrides=dict(settings.config_overrides),
-            dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
-            dispose_grace_seconds=settings.dispose_grace_seconds,
-            dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
-            remote=placement_of(settings),
-            child_stderr=stderr,
-        )
-        return CodexProvider(overrides.apply(codex, provider=settings.name))
-    if settings.kind == "sdk":
-        sdk = SDKConfig(
-            **_process_fields(settings),
-            provider=settings.sdk_provider,
-            model=settings.sdk_model,
-            max_tokens=settings.max_tokens,
-        )
-        return SDKProvider(overrides.apply(sdk, provider=settings.name))
-    overrides.refuse_for(settings.name, settings.kind)
-    from ._model_provider import model_provider
-
-    return model_provider(settings, endpoint=endpoint, workspace=workspace)
-
-
-def placement_of(settings: ProviderSettings) -> Placement | None:
-    """Where the child of `settings` runs: its ssh remote, its Ray cluster, or here (None).
-
-    Raises:
-        UsageError: a Ray placement and no `subagent-ray` installed (names the extra).
-        ConfigError: `subagent-ray` refused a value of the `ray` table.
-    """
-    if settings.ray is not None:
-        return ray_placement(settings.ray, provider=settings.name, source=settings.source)
-    return settings.remote
-
-
-class _ProcessFields(TypedDict):
-    """What ACPConfig and SDKConfig share: the child's command line, place and teardown."""
-
-    provider_name: str
-    command: str
-    args: list[str]
-    cwd: Path | None
-    env: dict[str, str | None]
-    dispose_eof_grace_seconds: float
-    dispose_grace_seconds: float
-    dispose_kill_grace_seconds: float
-    remote: Placement | None
-
-
-def _claude_config(settings: ProviderSettings, stderr: ChildStderr) -> ClaudeConfig:
-    """A native Claude Code child; no `command` lets the provider find the CLI itself."""
-    return ClaudeConfig(
+    facts = _RunFacts(
         provider_name=settings.name,
-        command=settings.command,
-        args=settings.args,
         cwd=settings.cwd,
         env=settings.explicit_env(),
-        permission=terminal_permission() if settings.permission == "ask" else settings.permission,
-        model=settings.child_model or settings.claude_model,
-        dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
-        dispose_grace_seconds=settings.dispose_grace_seconds,
-        dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
-        remote=placement_of(settings),
-        child_stderr=stderr,
-    )
-
-
-def _process_fields(settings: ProviderSettings) -> _ProcessFields:
-    assert settings.command is not None  # the config loader requires it for acp and sdk
-    return _ProcessFields(
-        provider_name=settings.name,
-        command=settings.command,
-        args=list(settings.args),
-        cwd=settings.cwd,
-        env=settings.explicit_env(),
-        dispose_eof_grace_seconds=settings.dispose_eof_grace_seconds,
-        dispose_grace_seconds=settings.dispose_grace_seconds,
-        dispose_kill_grace_seconds=settings.dispose_kill_grace_seconds,
         remote=placement_of(settings),
     )
+    name = settings.name
+    if isinstance(config, ACPConfig):
+        acp = replace(config, **facts, child_stderr=stderr)
+        return ACPProvider(overrides.apply(acp, provider=name))
+    if isinstance(config, ClaudeConfig):
+        # A native provider finds its CLI where the child runs: the command as written.
+        claude = replace(config, **facts, command=settings.command, child_stderr=stderr)
+        return ClaudeProvider(overrides.apply(claude, provider=name))
+    if isinstance(config, CodexConfig):
+        codex = replace(config, **facts, command=settings.command, child_stderr=stderr)
+        return CodexProvider(overrides.apply(codex, provider=name))
+    return SDKProvider(overrides.apply(replace(config, **facts), provider=name))
 
 
 def build_registry(
@@ -288,9 +210,15 @@ def with_graces(
     settings: ProviderSettings, eof: float, term: float, kill: float
 ) -> ProviderSettings:
     """A copy with other teardown graces (the demo, tests and soak use short ones)."""
+    config = settings.config
+    if isinstance(config, ModelChildConfig):
+        return settings  # in-process: no child to tear down
     return replace(
         settings,
-        dispose_eof_grace_seconds=eof,
-        dispose_grace_seconds=term,
-        dispose_kill_grace_seconds=kill,
+        config=replace(
+            config,
+            dispose_eof_grace_seconds=eof,
+            dispose_grace_seconds=term,
+            dispose_kill_grace_seconds=kill,
+        ),
     )

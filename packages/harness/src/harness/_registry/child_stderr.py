@@ -22,23 +22,13 @@ from typing import Final
 
 from subagent_core.kit import ChildStderr
 
-CHILD_STDERR_DIR: Final = "child-stderr"
-"""The logs' directory under the state directory."""
+from harness._config.paths import child_stderr_root
+
 KEEP_INVOCATIONS: Final = 20
 """How many commands' log directories are kept (the newest)."""
 
 _INVOCATION = re.compile(r"\d{8}T\d{6}\.\d{6}Z-\d+")
 """Only directories we named are ever removed."""
-
-
-def state_dir() -> Path:
-    """`HARNESS_STATE_DIR` when set, else the user's XDG state directory for the harness."""
-    configured = os.environ.get("HARNESS_STATE_DIR")
-    if configured:
-        return Path(configured)
-    from ._agent_servers.session_store import default_state_dir
-
-    return default_state_dir()
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +54,7 @@ class ChildStderrLogs:
 
 def child_stderr_logs(*, live: bool) -> ChildStderrLogs:
     """A new directory name for this command's logs; the oldest beyond the kept ones go."""
-    root = state_dir() / CHILD_STDERR_DIR
+    root = child_stderr_root()
     _prune(root)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     return ChildStderrLogs(root / f"{stamp}-{os.getpid()}", live=live)

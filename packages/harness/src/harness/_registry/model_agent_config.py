@@ -1,10 +1,13 @@
-"""Builds model-agent objects from the harness's resolved settings (imports model-agent)."""
+"""model-agent's objects for the direct-model agent, from the harness's resolved settings.
+
+`harness run`, the agent servers, the `model` provider and the demo all build their agent
+here, so an endpoint or an MCP server means the same thing to each of them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 from model_agent import (
     AgentConfig,
@@ -15,9 +18,9 @@ from model_agent import (
     ModelEndpoint,
 )
 
-from ._config import MCPServerSettings
-from ._endpoint import ResolvedEndpoint
-from ._exit import UsageError
+from harness._config.endpoint import ResolvedEndpoint
+from harness._config.settings import MCPServerSettings, WorkMode
+from harness._console.exit_codes import UsageError
 
 
 def model_endpoint(endpoint: ResolvedEndpoint) -> ModelEndpoint:
@@ -35,7 +38,7 @@ def agent_config(
     endpoint: ResolvedEndpoint,
     *,
     workspace: Path,
-    mode: Literal["ask", "execute"],
+    mode: WorkMode,
     max_steps: int = 50,
     approve: ApprovalCallback | None = None,
     approve_child_actions: bool = False,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from ._presets import NATIVE_PACKAGES
+from harness._config.presets import NATIVE_PACKAGES
 
 
 def native_installed(kind: str) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from subagent_core import READS_POLICY, PermissionSetting
 
-from ._exit import UsageError
+from harness._console.exit_codes import UsageError
 
 ApproveChoice = Literal["reads", "all", "none"]
 

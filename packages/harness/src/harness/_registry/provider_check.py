@@ -11,13 +11,16 @@ from rich.table import Table
 from subagent_core import SubagentProvider, SubagentRequest, SubagentStartError
 from subagent_core.kit import ClosableProvider
 
-from ._config import HarnessConfig, ProviderSettings
-from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
-from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError
-from ._json_output import emit
-from ._output import output_console
-from ._providers import build_provider, is_builtin, provider_settings
-from ._start_failure import SPAWN_HINTS, spawn_reason
+from harness._config.endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
+from harness._config.loading import load_config
+from harness._config.paths import workspace_path
+from harness._config.settings import HarnessConfig, ProviderSettings
+from harness._console.consoles import output_console
+from harness._console.exit_codes import EXIT_INCOMPLETE, EXIT_OK, UsageError
+from harness._console.ndjson import emit
+from harness._console.start_failure import SPAWN_HINTS, spawn_reason
+
+from .build import build_provider, is_builtin, provider_settings
 
 CHECK_TIMEOUT_SECONDS = 30.0
 
@@ -124,3 +127,16 @@ async def _start_once(provider: SubagentProvider, workspace: Path) -> str:
     request.cancel.cancel()
     teardown = await run.dispose()
     return "ok" if teardown is None else f"ok, but {teardown}"
+
+
+def providers_command(
+    *, workspace: Path | None, config: Path | None, check: bool, json: bool
+) -> int:
+    """`harness providers`: the workspace's providers listed (and started once); the code.
+
+    Raises:
+        UsageError: the workspace is not accessible, or the config is bad.
+    """
+    root = workspace_path(workspace)
+    settings = load_config(config, workspace=root)
+    return show_providers(settings, workspace=root, check=check, json=json)

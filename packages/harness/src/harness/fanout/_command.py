@@ -15,14 +15,19 @@ from pathlib import Path
 import anyio
 from subagent_core import CancelSignal, SubagentRegistry, SubagentRequest
 
-from ._child_stderr import child_stderr_logs
-from ._config import HarnessConfig, ProviderSettings
-from ._endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
-from ._exit import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
+from harness._config.endpoint import MissingKeyError, ResolvedEndpoint, resolve_endpoint
+from harness._config.loading import load_config
+from harness._config.paths import sessions_root, workspace_path
+from harness._config.settings import HarnessConfig, ProviderSettings
+from harness._console.consoles import output_console
+from harness._console.exit_codes import EXIT_INCOMPLETE, EXIT_OK, UsageError, signal_exit_code
+from harness._console.inputs import read_prompt
+from harness._console.ndjson import emit
+from harness._console.signals import cancel_on_signals
+from harness._registry.build import build_registry, require_provider
+from harness._registry.child_stderr import child_stderr_logs
+
 from ._isolation import IsolationError, IsolationMode
-from ._json_output import emit
-from ._providers import build_registry, require_provider
-from ._signals import cancel_on_signals
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +44,55 @@ class FanoutOptions:
     live: bool = True
     child_stderr: bool = False
     """`--child-stderr`: each child's stderr live on ours too, and the log directory named."""
+
+
+def fanout_command(
+    *,
+    prompt: str,
+    agents: list[str],
+    isolation: IsolationMode,
+    yes: bool,
+    keep: bool,
+    concurrency: int | None,
+    timeout_seconds: float | None,
+    patch_dir: Path | None,
+    workspace: Path | None,
+    config: Path | None,
+    model: str | None,
+    base_url: str | None,
+    json: bool,
+    child_stderr: bool,
+) -> int:
+    """`harness fanout`: `--isolation none` only with `--yes`; the workspace's config and the
+    prompt (`-`: stdin) read; then `fanout_once`.
+
+    Raises:
+        UsageError: `none` without `--yes`, a bad workspace or config, an empty prompt, or what
+            `fanout_once` raises.
+    """
+    if isolation == "none" and not yes:
+        raise UsageError(
+            "--isolation none runs every child in the same files; pass --yes to accept that"
+        )
+    root = workspace_path(workspace)
+    settings = load_config(config, workspace=root)
+    return fanout_once(
+        settings,
+        agents,
+        read_prompt(prompt),
+        workspace=root,
+        base_url=base_url,
+        model=model,
+        options=FanoutOptions(
+            isolation=isolation,
+            keep=keep,
+            concurrency=concurrency,
+            timeout_seconds=timeout_seconds,
+            patch_dir=None if patch_dir is None else patch_dir.resolve(),
+            json=json,
+            child_stderr=child_stderr,
+        ),
+    )
 
 
 def fanout_once(
@@ -96,10 +150,8 @@ async def _fanout(
     workspace: Path,
     options: FanoutOptions,
 ) -> int:
-    from ._fanout_view import LiveRows, PlainRows, child_record, summary_table
-    from ._named_sessions import sessions_root
-    from ._output import output_console
-    from .fanout import FanoutResult, run_fanout
+    from ._run import FanoutResult, run_fanout
+    from ._view import LiveRows, PlainRows, child_record, summary_table
 
     cancel = CancelSignal()
     request = SubagentRequest(prompt=prompt, cwd=workspace, cancel=cancel, label="fanout")

@@ -37,31 +37,20 @@ from subagent_core import (
     SubagentStartError,
 )
 
+from harness._config.paths import fanout_patch_dir
+from harness._console.start_failure import spawn_reason
+
 from ._isolation import (
     ISOLATION_MODES,
     FileChange,
     Isolation,
     IsolationError,
     IsolationMode,
-    NotAGitRepositoryError,
     Place,
     branch_label,
     changes,
     open_isolation,
 )
-from ._start_failure import spawn_reason
-
-__all__ = [
-    "ISOLATION_MODES",
-    "FanoutObserver",
-    "FanoutResult",
-    "FileChange",
-    "IsolationError",
-    "IsolationMode",
-    "NotAGitRepositoryError",
-    "default_patch_dir",
-    "run_fanout",
-]
 
 EVENTS_DRAIN_SECONDS = 5.0
 """How long an observer may take to receive a child's last events once it has settled."""
@@ -128,14 +117,7 @@ def default_patch_dir(run_id: str) -> Path:
     `HARNESS_STATE_DIR` when set, else the user's XDG state directory; the patches outlive the
     worktrees, which is why they are not kept in the temporary directory.
     """
-    configured = os.environ.get("HARNESS_STATE_DIR")
-    if configured:
-        base = Path(configured)
-    else:
-        from ._agent_servers.session_store import default_state_dir
-
-        base = default_state_dir()
-    return base / "fanout" / run_id
+    return fanout_patch_dir(run_id)
 
 
 async def run_fanout(

@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 from subagent_core import MessageChunk, SubagentEvent, ThoughtChunk, ToolCallEvent, UsageEvent
 
-from .fanout import FanoutResult
+from ._run import FanoutResult
 
 _STOP_STYLE = {"completed": "green", "aborted": "yellow", "error": "red"}
 
