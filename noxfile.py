@@ -24,9 +24,14 @@ PACKAGES = {
     "subagent-harness": "harness",
 }
 """Distribution name → folder under packages/ (the folders keep the import names' spelling)."""
-EXTRAS = {"subagent-claude": ("cli",), "subagent-codex": ("cli",)}
+EXTRAS = {
+    "subagent-claude": ("cli",),
+    "subagent-codex": ("cli",),
+    "subagent-harness": ("otel",),
+}
 """Extras a package's tests need: the `[cli]` extras bring the real CLI (claude) or binary
-(codex) their tests drive (they skip, saying why, only when it cannot be installed)."""
+(codex) their tests drive (they skip, saying why, only when it cannot be installed); the
+harness's `[otel]` brings the OTLP exporter its export tests feed a receiver with."""
 TEST_ENV = {"PYTHONWARNDEFAULTENCODING": "1"}
 
 

@@ -27,6 +27,7 @@ from ._commands import (
 )
 from ._commands._options import VersionOption, print_version
 from ._console.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
+from ._console.telemetry import start_telemetry
 
 PROG_NAME = "harness"
 
@@ -74,6 +75,7 @@ def _asks_version(args: list[str]) -> bool:
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: maps every outcome to the README's exit codes."""
     args = (sys.argv[1:] if argv is None else argv) or ["--help"]
+    stop_telemetry = start_telemetry()
     try:
         if _asks_version(args):
             print_version(True)
@@ -95,4 +97,7 @@ def main(argv: list[str] | None = None) -> None:
         path = getattr(ctx, "command_path", PROG_NAME)
         sys.stderr.write(f"Try '{path} --help' for help.\n")
         code = EXIT_USAGE
+    finally:
+        if stop_telemetry is not None:
+            stop_telemetry()
     sys.exit(code if isinstance(code, int) else 0)

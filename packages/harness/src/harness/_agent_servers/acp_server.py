@@ -74,6 +74,7 @@ from subagent_core import CancelSignal
 
 from harness._config.endpoint import ResolvedEndpoint
 from harness._config.settings import API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
+from harness._console.telemetry import continued_trace
 from harness._version import VERSION
 
 from .acp_mcp import mcp_servers_from_acp
@@ -510,7 +511,9 @@ class HarnessACPAgent:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(updates.pump, self._conn, session.id)
                 try:
-                    status = await self._turn(session, text, cancel, updates)
+                    # A client's `_meta.traceparent`: this turn's delegations join its trace.
+                    with continued_trace(kwargs.get("traceparent")):
+                        status = await self._turn(session, text, cancel, updates)
                     if untitled and session.stored.title is not None:
                         # The first prompt names the session in the client's session list.
                         updates.put(

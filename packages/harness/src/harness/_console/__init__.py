@@ -11,5 +11,6 @@ Usage, Cost ──▶ usage: "tokens: … ; cost: …" and their JSON records
 tables ──▶ consoles: rich, wrapped and coloured only on a terminal
 SubagentStartError ──▶ start_failure: closed reason ──▶ a hint a person can act on
 every command ──▶ exit_codes: 0 / 1 / 2 / 130, UsageError (one line, exit 2)
+OTEL_* variables ──▶ telemetry: spans exported over OTLP (the [otel] extra), flushed at exit
 ```
 """
