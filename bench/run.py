@@ -42,6 +42,7 @@ import case_ray
 import case_sdk
 import case_sessions
 import case_siblings
+import case_tracing
 from _context import BENCH, Context
 from _machine import describe, load_average
 from _report import Section, console_table, fmt, markdown_sections, spread, target_rows
@@ -67,6 +68,7 @@ CASES: dict[str, Case] = {
     "claude": case_claude.native_vs_acp,
     "codex": case_codex.codex,
     "sessions": case_sessions.sessions,
+    "tracing": case_tracing.tracing,
     # Last: it starts a Ray cluster and makes this process its driver (skipped without ray).
     "ray": case_ray.ray,
 }
