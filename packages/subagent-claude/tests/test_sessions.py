@@ -269,7 +269,10 @@ async def test_a_recorded_session_id_that_is_no_plain_token_is_never_passed_on(
             await (await session.run("one")).result()
         path = tmp_path / "sessions" / session.handle / "record.json"
         record = json.loads(path.read_text(encoding="utf-8"))
-        path.write_text(json.dumps({**record, "child_session": "--dangerously-skip-permissions"}))
+        path.write_text(
+            json.dumps({**record, "child_session": "--dangerously-skip-permissions"}),
+            encoding="utf-8",
+        )
         with pytest.raises(SubagentStartError) as missed:
             await registry.resume_session("claude", session.handle, request)
     assert missed.value.diagnostic == F + "initialize; category: resume-miss)"
@@ -432,9 +435,11 @@ async def test_real_session_config_dir_keeps_the_users_login_and_settings_in_pla
     user.mkdir(parents=True)
     login = {"accessToken": "sk-ant-oat01-dummy-login", "refreshToken": "sk-ant-ort01-dummy"}
     login |= {"expiresAt": 4_102_444_800_000, "scopes": ["user:inference"]}
-    (user / ".credentials.json").write_text(json.dumps({"claudeAiOauth": login}))
+    (user / ".credentials.json").write_text(json.dumps({"claudeAiOauth": login}), encoding="utf-8")
     (user / ".credentials.json").chmod(0o600)
-    (user / "settings.json").write_text(json.dumps({"model": "claude-settings-probe"}))
+    (user / "settings.json").write_text(
+        json.dumps({"model": "claude-settings-probe"}), encoding="utf-8"
+    )
     state = tmp_path / "sessions"
     with _stub() as stub:
         config = real_config(stub, key=None, read_user_settings=True)

@@ -18,7 +18,8 @@ from hypothesis import settings
 def test_nothing_is_switched_on(request):
     assert request.config.pluginmanager.has_plugin("subagent_core")
     assert "process_leak_guard" not in request.fixturenames
-    assert settings.get_current_profile_name() == "default"
+    # Hypothesis's own choice ("default", or "ci" under CI=true), never the plugin's profile.
+    assert settings.get_current_profile_name() in ("default", "ci")
 
 
 @pytest.mark.anyio
