@@ -1,10 +1,11 @@
 """The shared provider contract (`subagent_core.testing.conformance`) on the `model` provider.
 
 The `model` provider runs its child in this process against the scripted model server, so the
-fake is a scripted reply: `text` is the answer, `hang_at="turn"` hangs the stream after the
-text, `flood` streams that many reasoning deltas first. The checks about a child process of
-its own (spawn, handshake, startup deadline, signals, escapees, the parent's SIGKILL) do not
-apply; each says why when skipped.
+fake is a scripted reply: `text` is the answer (`echo_prompt`: each turn's prompt),
+`hang_at="turn"` hangs the first request's stream after the text, `flood` streams that many
+reasoning deltas first. The checks about a child process of its own (spawn, handshake, startup
+deadline, signals, escapees, a child killed between turns, the parent's SIGKILL) do not apply;
+each says why when skipped.
 """
 
 from __future__ import annotations
@@ -43,18 +44,21 @@ class ModelTarget(ConformanceTarget):
         "grandchild-holding-stdout-ended": NO_CHILD,
         "escaped-grandchild-ended": NO_CHILD,
         "parent-sigkill-leaves-nothing": NO_CHILD,
+        "session-child-killed-between-turns": NO_CHILD,
+        "session-parent-sigkill-leaves-nothing": NO_CHILD,
     }
 
     @asynccontextmanager
     async def open_provider(
         self, scenario: Scenario, workspace: Path
     ) -> AsyncGenerator[ModelProvider]:
-        reply: dict[str, Any] = {"text": scenario.text}
-        if scenario.hang_at == "turn":
-            reply["hang"] = "after-text"
+        reply: dict[str, Any] = {"text": scenario.text, "echo_prompt": scenario.echo_prompt}
         if scenario.flood:
             reply.update(reasoning="x" * scenario.flood, reasoning_chunks=scenario.flood)
-        script = {"rules": [{"match": "", "replies": [reply]}]}
+        replies = [reply]
+        if scenario.hang_at == "turn":  # the first request goes silent, later ones answer
+            replies.insert(0, {**reply, "hang": "after-text"})
+        script = {"rules": [{"match": "", "replies": replies}]}
         async with open_scripted_model_server(script) as server:
             endpoint = ModelEndpoint(base_url=server.base_url, api_key="unused", model="scripted")
             yield ModelProvider(AgentConfig(endpoint=endpoint, workspace=workspace, mode="execute"))

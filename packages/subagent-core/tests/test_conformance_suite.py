@@ -1,8 +1,10 @@
-"""The conformance suite against a tiny provider: it passes whole, and each check catches a break.
+"""The conformance suite against a tiny provider: it passes whole, and each run check catches
+a break.
 
 The tiny provider is written here over `open_managed_process` and `children/conformance_child.py`
 (a line protocol with the shared knobs), since core's tests cannot import a real provider.
-`Breaks` makes it fail one promise at a time; each check must then raise `AssertionError`.
+`Breaks` makes it fail one promise at a time; each check must then raise `AssertionError`. It
+keeps no sessions, so the session checks skip here (test_conformance_sessions.py breaks them).
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ from subagent_core.kit import (
     open_managed_process,
 )
 from subagent_core.testing.conformance import (
-    CHECKS,
     MISSING_COMMAND,
+    RUN_CHECKS,
     Check,
     CheckName,
     ConformanceTarget,
@@ -357,10 +359,10 @@ BROKEN: dict[CheckName, TinyTarget] = {
 
 
 def test_every_check_has_a_break() -> None:
-    assert sorted(BROKEN) == sorted(check.name for check in CHECKS)
+    assert sorted(BROKEN) == sorted(check.name for check in RUN_CHECKS)
 
 
-@pytest.mark.parametrize("check", CHECKS, ids=[check.name for check in CHECKS])
+@pytest.mark.parametrize("check", RUN_CHECKS, ids=[check.name for check in RUN_CHECKS])
 async def test_a_broken_promise_fails_its_check(check: Check, tmp_path: Path) -> None:
     target = BROKEN[check.name]
     try:

@@ -19,12 +19,14 @@ from subagent_sdk.testing import FakeScript, fake_runtime_argv
 class SDKTarget(ConformanceTarget):
     aborted_text = aborted_before_start_text("SDK")
     # sdk.md: the turn is `session-run`, and a child that cannot be spawned or that exits
-    # before answering `initialize` is a `transport` failure of `initialize`.
+    # before answering `initialize` is a `transport` failure of `initialize` (one that exits
+    # later, a `transport` failure of `session-run`).
     diagnostics = Diagnostics(
         turn_stage="session-run",
         spawn_stage="initialize",
         spawn_category="transport",
         exit_category="transport",
+        exit_stage="session-run",
     )
     # The `shutdown` request's bound comes before the ladder's graces.
     teardown_seconds = 2.5

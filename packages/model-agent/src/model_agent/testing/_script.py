@@ -40,6 +40,9 @@ class Reply:
 
     text: str = ""
     chunks: int = 1
+    echo_prompt: bool = False
+    """Answer the conversation's last user message instead of `text` (each turn of a session
+    answers its own prompt)."""
     json: Any = None
     """A JSON value answered (as compact JSON text, in `chunks` pieces) instead of `text` when
     the request asks for JSON (`response_format` `json_schema` or `json_object`)."""
@@ -125,6 +128,7 @@ _KNOWN = frozenset(
     {
         "text",
         "chunks",
+        "echo_prompt",
         "json",
         "reasoning",
         "reasoning_chunks",
@@ -199,11 +203,13 @@ def _reply(raw: object, where: str) -> Reply:
     done = raw.get("done", True)
     malformed = raw.get("malformed", False)
     reset = raw.get("reset", False)
-    if not all(isinstance(flag, bool) for flag in (done, malformed, reset)):
-        raise ScriptError(f"{where}.done, .malformed and .reset must be booleans")
+    echo_prompt = raw.get("echo_prompt", False)
+    if not all(isinstance(flag, bool) for flag in (done, malformed, reset, echo_prompt)):
+        raise ScriptError(f"{where}.done, .malformed, .reset and .echo_prompt must be booleans")
     return Reply(
         text=string("text"),
         chunks=integer("chunks", 1, 1),
+        echo_prompt=echo_prompt,
         json=raw.get("json"),
         reasoning=string("reasoning"),
         reasoning_chunks=integer("reasoning_chunks", 1, 1),

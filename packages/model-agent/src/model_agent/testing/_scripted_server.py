@@ -55,6 +55,7 @@ class ScriptedModelServer:
         self._positions = [0] * len(self._rules)
         self._uses = [0] * len(self._rules)
         self._requests: list[dict[str, Any]] = []
+        self._traceparents: list[str | None] = []
         self._in_flight = 0
         self.max_in_flight = 0
         """The most chat requests being answered at the same moment."""
@@ -79,6 +80,11 @@ class ScriptedModelServer:
     def requests(self) -> tuple[dict[str, Any], ...]:
         """The decoded JSON bodies of every request received, in arrival order."""
         return tuple(self._requests)
+
+    @property
+    def traceparents(self) -> tuple[str | None, ...]:
+        """The W3C `traceparent` header of every request received (None when absent), in order."""
+        return tuple(self._traceparents)
 
     @property
     def response_formats(self) -> tuple[object, ...]:
@@ -123,8 +129,9 @@ class ScriptedModelServer:
         self._arrivals.append((count, event))
         await event.wait()
 
-    def _arrived(self, body: dict[str, Any]) -> None:
+    def _arrived(self, body: dict[str, Any], headers: Mapping[str, str]) -> None:
         self._requests.append(body)
+        self._traceparents.append(headers.get("traceparent"))
         reached = [item for item in self._arrivals if item[0] <= len(self._requests)]
         for item in reached:
             self._arrivals.remove(item)
@@ -209,12 +216,12 @@ class ScriptedModelServer:
         body = cast(dict[str, Any], body)
         if not _valid_response_format(body.get("response_format")):
             # What a real endpoint does with a malformed `response_format`: 400, not a guess.
-            self._arrived(body)
+            self._arrived(body, headers)
             await _send_json(
                 stream, 400, _error_body("invalid response_format"), close=not keep_alive
             )
             return keep_alive
-        self._arrived(body)
+        self._arrived(body, headers)
         self._in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self._in_flight)
         self._clock += 1
@@ -421,9 +428,13 @@ def _asks_for_json(body: Mapping[str, Any]) -> bool:
 
 
 def _answer_text(body: Mapping[str, Any], reply: Reply) -> str:
-    """The reply's `json` when the request asks for JSON and the script gives one, else `text`."""
+    """The reply's `json` when the request asks for JSON and the script gives one, else the
+    last user message with `echo_prompt`, else `text`."""
     if reply.json is not None and _asks_for_json(body):
         return json.dumps(reply.json, ensure_ascii=False, separators=(",", ":"))
+    if reply.echo_prompt:
+        texts = _user_texts(body)
+        return texts[-1] if texts else ""
     return reply.text
 
 
@@ -476,23 +487,31 @@ async def _hang(reader: BufferedByteReceiveStream) -> None:
 
 
 def _first_user_text(body: Mapping[str, Any]) -> str:
+    texts = _user_texts(body)
+    return texts[0] if texts else ""
+
+
+def _user_texts(body: Mapping[str, Any]) -> list[str]:
+    """The text of each user message of the conversation, in order."""
     messages = body.get("messages")
     if not isinstance(messages, list):
-        return ""
+        return []
+    texts: list[str] = []
     for message in cast(list[Any], messages):
         if isinstance(message, Mapping) and cast(Mapping[str, Any], message).get("role") == "user":
             content = cast(Mapping[str, Any], message).get("content")
             if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                texts = [
+                texts.append(content)
+            elif isinstance(content, list):
+                parts = [
                     str(cast(Mapping[str, Any], part).get("text", ""))
                     for part in cast(list[Any], content)
                     if isinstance(part, Mapping)
                 ]
-                return "".join(texts)
-            return ""
-    return ""
+                texts.append("".join(parts))
+            else:
+                texts.append("")
+    return texts
 
 
 @asynccontextmanager

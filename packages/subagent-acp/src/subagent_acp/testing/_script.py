@@ -55,6 +55,7 @@ KNOBS = frozenset(
         "close_stdout",
         "gate_file",
         "record_file",
+        "traceparent_file",
         "flood_requests",
         "stream_bytes",
         "text_after_end",
@@ -69,6 +70,7 @@ KNOBS = frozenset(
         # Sessions: several turns, and sessions another process reopens (`_sessions`).
         "turns",
         "echo_history",
+        "echo_prompt",
         "state_dir",
         "sessions",
         # The shared knobs of `subagent_core.testing.conformance`, in this fake's own terms
@@ -130,11 +132,17 @@ def load_script(argv: list[str], environ: Mapping[str, str]) -> dict[str, Any]:
 
 def shared_knobs(script: dict[str, Any]) -> dict[str, Any]:
     """Reads the conformance suite's knobs as this fake's own: `hang_at` `handshake` is
-    `initialize` and `turn` is `prompt`; `exit_code` alone is a crash at `initialize`;
-    `trap_term` is `trap_sigterm`. The rest (`grandchild_holds_stdout`, `setsid_escapee`,
-    `flood`) are played as they are."""
+    `initialize` and `turn` is `prompt` on the first turn only (later turns answer);
+    `exit_code` alone is a crash at `initialize`; `trap_term` is `trap_sigterm`. The rest
+    (`grandchild_holds_stdout`, `setsid_escapee`, `flood`, `echo_prompt`) are played as they
+    are."""
     hang_at = script.get("hang_at")
-    if isinstance(hang_at, str) and hang_at in _SHARED_HANG_AT:
+    if hang_at == "turn":
+        del script["hang_at"]
+        turns = as_list(script.get("turns"))
+        first = as_dict(turns[0]) if turns else {}
+        script["turns"] = [{"hang_at": "prompt", **first}, *(turns[1:] or [first])]
+    elif isinstance(hang_at, str) and hang_at in _SHARED_HANG_AT:
         script["hang_at"] = _SHARED_HANG_AT[hang_at]
     if script.get("exit_code") is not None and "crash" not in script:
         script["crash"] = {"at": "initialize", "exit_code": script["exit_code"]}
@@ -172,13 +180,19 @@ def split_text(text: str, count: int) -> list[str]:
 def turn_script(base: Mapping[str, Any], number: int, prompts: list[str]) -> dict[str, Any]:
     """The scenario of the `number`th prompt (from 1) on this process: `turns[number - 1]` (the
     last one repeats) laid over the rest; with `echo_history` its `text` is
-    `seen: <every prompt of the session so far, " | "-joined>`."""
+    `seen: <every prompt of the session so far, " | "-joined>`; with `echo_prompt` it is the
+    prompt itself, answered with usage (its length in input tokens, one output token) unless
+    the scenario gives `usage`."""
     script = dict(base)
     turns = as_list(base.get("turns"))
     if turns:
         script.update(as_dict(turns[min(number, len(turns)) - 1]))
     if script.get("echo_history"):
         script["text"] = "seen: " + " | ".join(prompts)
+    elif script.get("echo_prompt") and prompts:
+        script["text"] = prompts[-1]
+        tokens = {"totalTokens": len(prompts[-1]) + 1, "inputTokens": len(prompts[-1])}
+        script.setdefault("usage", {**tokens, "outputTokens": 1})
     return script
 
 

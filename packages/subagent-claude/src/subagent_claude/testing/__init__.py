@@ -15,8 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ._fake_claude import FRAMES_DIR as FRAMES_DIR
-from ._fake_claude import KNOBS as KNOBS
-from ._fake_claude import SCRIPT_ENV as SCRIPT_ENV
 from ._fake_claude import captured as captured
 from ._fake_claude import run_fake_claude
 from ._messages_stub import Block as Block
@@ -27,6 +25,8 @@ from ._messages_stub import error_turn as error_turn
 from ._messages_stub import stall_turn as stall_turn
 from ._messages_stub import text_turn as text_turn
 from ._messages_stub import tool_turn as tool_turn
+from ._script import KNOBS as KNOBS
+from ._script import SCRIPT_ENV as SCRIPT_ENV
 
 __all__ = [
     "FRAMES_DIR",

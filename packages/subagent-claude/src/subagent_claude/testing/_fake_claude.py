@@ -12,9 +12,10 @@ Hostile knobs make it flood, write garbage or an over-long line, die mid-frame, 
 SIGTERM, leave `setsid`/double-fork escapees, storm the parent with `can_use_tool` requests or
 send control requests the parent does not serve. It reads the shared knobs of the conformance
 suite (`subagent_core.testing.conformance`) too: `hang_at` `handshake` is `initialize` and
-`turn` is `prompt`, `exit_code` exits on the `initialize` request, `trap_term` is
-`trap_sigterm`, `grandchild_holds_stdout` / `setsid_escapee` start grandchildren before the
-text, `flood` streams that many thinking deltas first.
+`turn` is `prompt` on the first turn, `exit_code` exits on the `initialize` request,
+`trap_term` is `trap_sigterm`, `grandchild_holds_stdout` / `setsid_escapee` start
+grandchildren before the text, `flood` streams that many thinking deltas first, `echo_prompt`
+answers each turn with its user message. The scenario's knobs are `_script`'s.
 
 Like the CLI it answers each user message with one turn and one `result` until stdin closes;
 `turns` lays knobs over the rest per turn. `total_cost_usd` is the conversation's running total
@@ -40,54 +41,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any, cast
 
-SCRIPT_ENV = "CLAUDE_FAKE_SCRIPT"
-"""Environment variable holding the scenario as a JSON object."""
+from ._script import load_script
 
 FRAMES_DIR = Path(__file__).parent / "frames"
 """The captured real-CLI conversations, one JSON frame a line."""
 
-KNOBS = frozenset(
-    {
-        "text",
-        "chunks",
-        "thinking",
-        "result",
-        "assistant_error",
-        "api_retry_status",
-        "tool",
-        "replay",
-        "hang_at",
-        "ignore_interrupt",
-        "permission_storm",
-        "unknown_control",
-        "flood_frames",
-        "garbage",
-        "huge_frame_bytes",
-        "die_mid_frame",
-        "exit_code",
-        "ignore_eof",
-        "trap_sigterm",
-        "grandchild",
-        "pid_file",
-        "record_file",
-        "echo_env",
-        "structured_output",
-        "refuse_initialize",
-        "trap_term",
-        "grandchild_holds_stdout",
-        "setsid_escapee",
-        "flood",
-        "turns",
-        "cost",
-        "transcripts",
-        "session_id",
-    }
-)
-
 _FIXED_SESSION_ID = "00000000-0000-4000-8000-000000000001"
 _TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens")
-
-_SHARED_HANG_AT = {"handshake": "initialize", "turn": "prompt"}
 
 Frame = dict[str, Any]
 
@@ -131,6 +91,8 @@ class FakeClaude:
         self.session_id = str(script.get("session_id") or self.resume or fresh)
         self.cost_total = 0.0
         self._prompts: deque[Frame] = deque()
+        self.prompt: Frame = {}
+        """The user message of the turn being played."""
         self.turn = 0
         self._record: IO[str] | None = None
         if script.get("record_file"):
@@ -216,6 +178,9 @@ class FakeClaude:
         while self._next_prompt():
             overlay = _object(turns[self.turn]) if self.turn < len(turns) else {}
             self.script = {**self.base, **overlay}
+            if self.script.get("echo_prompt"):
+                content = _object(self.prompt.get("message")).get("content")
+                self.script = {**self.script, "text": str(content)}
             self.turn += 1
             self._keep({"type": "user", "turn": self.turn})
             try:
@@ -236,7 +201,7 @@ class FakeClaude:
                 return False
             with contextlib.suppress(_Interrupted):  # between turns it stops nothing
                 self._note(frame)
-        self._prompts.popleft()
+        self.prompt = self._prompts.popleft()
         return True
 
     def _transcript(self) -> Path | None:
@@ -556,33 +521,6 @@ def _stream_events(
 
 def _object(value: object) -> Frame:
     return cast(Frame, value) if isinstance(value, dict) else {}
-
-
-class ScriptError(ValueError):
-    """The scenario is not a JSON object of known knobs."""
-
-
-def load_script(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The scenario from `CLAUDE_FAKE_SCRIPT` (empty: answer `PONG`)."""
-    raw = environ.get(SCRIPT_ENV)
-    script: object = json.loads(raw) if raw else {}
-    if not isinstance(script, dict):
-        raise ScriptError("the script must be a JSON object")
-    unknown = sorted(
-        str(knob) for knob in cast("dict[object, object]", script) if knob not in KNOBS
-    )
-    if unknown:
-        raise ScriptError(f"unknown knobs: {', '.join(unknown)}")
-    known = cast("dict[str, Any]", script)
-    for overlay in cast("list[object]", known.get("turns") or []):
-        if not isinstance(overlay, dict) or set(cast("dict[str, Any]", overlay)) - KNOBS:
-            raise ScriptError("each of turns must be an object of known knobs")
-    hang_at = known.get("hang_at")
-    if isinstance(hang_at, str) and hang_at in _SHARED_HANG_AT:
-        known["hang_at"] = _SHARED_HANG_AT[hang_at]
-    if known.get("trap_term"):
-        known["trap_sigterm"] = True
-    return known
 
 
 def run_fake_claude(argv: list[str] | None = None) -> int:

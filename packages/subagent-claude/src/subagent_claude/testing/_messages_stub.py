@@ -132,6 +132,11 @@ class MessagesStub:
         """The recorded `POST /v1/messages` requests."""
         return [r for r in self.requests if r.method == "POST" and _is_messages(r.path)]
 
+    @property
+    def traceparents(self) -> list[str | None]:
+        """The W3C `traceparent` header of each model request, in order (`None`: it had none)."""
+        return [r.headers.get("traceparent") for r in self.model_requests]
+
     def set_turns(self, turns: Sequence[Turn]) -> None:
         """Replaces the script (before the run that should see it), starting from its first turn."""
         with self._lock:

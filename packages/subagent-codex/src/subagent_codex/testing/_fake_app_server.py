@@ -33,9 +33,11 @@ The scenario is a JSON object in `CODEX_FAKE_SCENARIO`:
 The shared knobs of the conformance suite (`subagent_core.testing.conformance`) read as:
 `hang_at` `"handshake"` is `"initialize"`; `exit_code` without `exit_at` exits at
 `initialize`; `trap_term` ignores SIGTERM; without `turn`, the turn is built from `text`
-(default `"done"`): `flood` reasoning deltas, then the final answer and `completed`, or with
-`hang_at` `"turn"` the text as a delta and silence until `turn/interrupt` (or EOF);
-`grandchild_holds_stdout` and `setsid_escapee` start grandchildren as the turn starts.
+(default `"done"`; with `echo_prompt` the turn's prompt, and the thread's token totals grow by
+`[len(prompt), 0, 1]`): `flood` reasoning deltas, then the final answer and `completed`, or
+on the first turn with `hang_at` `"turn"` the text as a delta and silence until
+`turn/interrupt` (or EOF); `grandchild_holds_stdout` and `setsid_escapee` start grandchildren
+as the turn starts.
 
 `turn/interrupt` ends the turn as `interrupted` whatever is playing. Each turn has its own id.
 A thread started with `ephemeral: false` keeps its prompts in a rollout file under
@@ -77,6 +79,8 @@ class FakeAppServer:
         self.turns_started = 0
         self.prompts: list[str] = []
         self.rollout: str | None = None
+        self.totals = [0, 0, 0]
+        """The thread's token totals (input, cached, output) over the `echo_prompt` turns."""
 
     # -- frames --------------------------------------------------------------------------
 
@@ -257,7 +261,7 @@ class FakeAppServer:
                 self.grandchildren()
                 turn = self.actions()
                 code = self.play(turn)
-                if code is None and scenario.get("hang_at") == "turn" and "turn" not in scenario:
+                if code is None and self.hangs() and "turn" not in scenario:
                     code = self.hang_turn()
                 if code is not None:
                     return code
@@ -318,13 +322,21 @@ class FakeAppServer:
             return scenario["exit_at"]
         return "initialize" if scenario.get("exit_code") is not None else None
 
+    def hangs(self) -> bool:
+        """The shared `hang_at` `"turn"`: the first turn goes silent, later turns answer."""
+        return self.scenario.get("hang_at") == "turn" and self.turns_started == 1
+
     def shared_turn(self) -> list[Mapping[str, Any]]:
         """The turn the shared knobs describe, for a scenario without `turn`."""
         text = str(self.scenario.get("text", "done"))
         actions: list[Mapping[str, Any]] = [
             {"reasoning": "x"} for _ in range(int(self.scenario.get("flood", 0)))
         ]
-        if self.scenario.get("hang_at") == "turn":
+        if self.scenario.get("echo_prompt"):
+            text = self.prompts[-1]
+            self.totals = [self.totals[0] + len(text), 0, self.totals[2] + 1]
+            actions.append({"usage": list(self.totals)})
+        if self.hangs():
             return [*actions, {"delta": text}]
         return [*actions, {"message": text, "phase": "final_answer"}, {"complete": "completed"}]
 

@@ -27,6 +27,10 @@ from subagent_core._process_tree import ProcessTree
 from ._guard_floor import guarded_round_trip as guarded_round_trip
 from ._import_graph import find_cycle as find_cycle
 from ._import_graph import import_graph as import_graph
+from ._otel import OTLPReceiver as OTLPReceiver
+from ._otel import ReceivedSpan as ReceivedSpan
+from ._otel import recorded_spans as recorded_spans
+from ._otel import trace_ids as trace_ids
 from ._sshd import TestSSHD as TestSSHD
 from ._sshd import open_test_sshd as open_test_sshd
 from ._sshd import sshd_available as sshd_available

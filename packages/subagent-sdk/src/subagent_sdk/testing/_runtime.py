@@ -73,6 +73,9 @@ class _Runtime:
         self._seq: dict[str, int] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._replies: dict[str, anyio.Event] = {}
+        self._prompts = 0
+        self._later_prompt = anyio.Event()
+        """Set once a second `session/prompt` arrived: a hang without `go_file` ends there."""
 
     def finish(self, code: int) -> None:
         self.exit_code = code
@@ -173,11 +176,14 @@ class _Runtime:
             self._replies.pop(response.id).set()
 
     async def wait_go(self) -> None:
+        """The hang: until `go_file` exists, or without one until a later prompt arrives (the
+        wire has no cancel, so a runtime runs a given-up turn out once the next one is asked
+        for; the next turns then do not hang)."""
         script = self.script
         if script.ready_file:
             await anyio.Path(script.ready_file).write_text("ready", encoding="utf-8")
         if script.go_file is None:
-            await anyio.sleep_forever()
+            await self._later_prompt.wait()
             return
         go = anyio.Path(script.go_file)
         # A marker file written by the test is the only signal across processes here.
@@ -250,6 +256,9 @@ class _Runtime:
         if script.prompt_result is not None:
             await self.writer.send_result(request.id, script.prompt_result)
             return
+        self._prompts += 1
+        if self._prompts > 1:
+            self._later_prompt.set()
         message_id = str(uuid.uuid4())
         session = params.session_id
         lock = self._locks.setdefault(session, anyio.Lock())

@@ -61,6 +61,8 @@ class Check:
 
     name: CheckName
     run: CheckFunction
+    sessions: bool = False
+    """True for a check of a session's turns: it applies only where `Capabilities.sessions`."""
 
 
 Facts = tuple[str, str, str | None]
@@ -480,7 +482,7 @@ async def check_concurrent_runs_isolated(target: ConformanceTarget, workspace: P
     assert len(set(ids)) == len(ids), "two runs shared an id"
 
 
-CHECKS: Final[tuple[Check, ...]] = (
+RUN_CHECKS: Final[tuple[Check, ...]] = (
     Check("pre-cancel-spawns-nothing", check_pre_cancel_spawns_nothing),
     Check("cancel-mid-handshake-rolls-back", check_cancel_mid_handshake_rolls_back),
     Check("caller-cancel-mid-handshake-rolls-back", check_caller_cancel_mid_handshake_rolls_back),
@@ -499,5 +501,5 @@ CHECKS: Final[tuple[Check, ...]] = (
     Check("parent-sigkill-leaves-nothing", check_parent_sigkill_leaves_nothing),
     Check("concurrent-runs-isolated", check_concurrent_runs_isolated),
 )
-"""Every check, in the order the suite runs them. A check of later turns (a session's second
-and third turn) joins here, and a target's `skips` names any that does not apply to it."""
+"""The checks of one-shot runs, in the order the suite runs them (the session checks follow
+them in `CHECKS`); a target's `skips` names any that does not apply to it."""

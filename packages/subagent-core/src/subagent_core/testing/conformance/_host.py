@@ -1,7 +1,7 @@
-"""The host of the parent-SIGKILL check: `python -m subagent_core.testing.conformance._host
-FILE QUALNAME SCENARIO WORKSPACE` rebuilds the target from its file, starts one run of the
-scenario, prints the spawned process groups (JSON) once the run streams its text, and waits to
-be killed."""
+"""The host of the parent-SIGKILL checks: `python -m subagent_core.testing.conformance._host
+FILE QUALNAME SCENARIO WORKSPACE MODE` rebuilds the target from its file, plays the scenario —
+one run until it streams its text (`run`), or a session until its first turn completed
+(`session`) — prints the spawned process groups (JSON), and waits to be killed."""
 
 from __future__ import annotations
 
@@ -9,13 +9,17 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from typing import Final, cast
 
 import anyio
 
-from subagent_core import MessageChunk, SubagentRegistry, SubagentRequest
+from subagent_core import MessageChunk, SessionRequest, SubagentRegistry, SubagentRequest
 from subagent_core.testing import track_spawns
 
-from ._target import ConformanceTarget, Scenario
+from ._target import ConformanceTarget, HostMode, Scenario
+
+SESSION_PROMPT: Final = "first turn"
+"""The prompt of the session's one completed turn."""
 
 
 def load_target(path: str, qualname: str) -> ConformanceTarget:
@@ -57,12 +61,31 @@ async def host(target: ConformanceTarget, scenario: Scenario, workspace: Path) -
                 await anyio.sleep_forever()
 
 
+async def host_session(target: ConformanceTarget, scenario: Scenario, workspace: Path) -> None:
+    """Opens a session, completes its first turn, reports, then sleeps until killed.
+
+    Raises:
+        RuntimeError: the turn did not complete (the check then sees the host end early).
+    """
+    with track_spawns() as spawned:
+        async with target.open_provider(scenario, workspace) as provider:
+            registry = SubagentRegistry()
+            registry.register(provider)
+            session = await registry.open_session(provider.name, SessionRequest(cwd=workspace))
+            result = await (await session.run(SESSION_PROMPT)).result()
+            if result.stop_reason != "completed":
+                raise RuntimeError(f"the session's first turn ended {result.stop_reason}")
+            print(json.dumps(spawned), flush=True)
+            await anyio.sleep_forever()
+
+
 def main(argv: list[str]) -> None:
-    """Entry point: FILE QUALNAME SCENARIO WORKSPACE."""
-    path, qualname, payload, workspace = argv
+    """Entry point: FILE QUALNAME SCENARIO WORKSPACE MODE."""
+    path, qualname, payload, workspace, mode = argv
     target = load_target(path, qualname)
     scenario = Scenario(**json.loads(payload))
-    anyio.run(host, target, scenario, Path(workspace))
+    play = host_session if cast(HostMode, mode) == "session" else host
+    anyio.run(play, target, scenario, Path(workspace))
 
 
 if __name__ == "__main__":

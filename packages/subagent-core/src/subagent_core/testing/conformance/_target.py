@@ -14,7 +14,11 @@ from subagent_core import SubagentProvider
 from subagent_core.kit import FailureCategory, failure_line
 
 HangAt = Literal["handshake", "turn"]
-"""Where a fake goes silent: before answering its handshake, or after streaming its text."""
+"""Where a fake goes silent: before answering its handshake, or after streaming its first
+turn's answer."""
+
+HostMode = Literal["run", "session"]
+"""What the parent-SIGKILL host holds when killed: a live run, or a session after one turn."""
 
 CheckName = Literal[
     "pre-cancel-spawns-nothing",
@@ -34,6 +38,13 @@ CheckName = Literal[
     "flood-stays-bounded",
     "parent-sigkill-leaves-nothing",
     "concurrent-runs-isolated",
+    "session-turns-share-one-process",
+    "session-turn-cancelled-then-next",
+    "session-turn-dispose-keeps-session",
+    "session-one-turn-at-a-time",
+    "session-child-killed-between-turns",
+    "session-aclose-leaves-nothing",
+    "session-parent-sigkill-leaves-nothing",
 ]
 """The checks of the suite, by the name a target uses to skip one."""
 
@@ -55,9 +66,14 @@ class Scenario:
 
     text: str = "done"
     """The answer: streamed as the turn's output, then the turn completes."""
+    echo_prompt: bool = False
+    """Each turn answers its own prompt instead of `text` (what the fake makes of a prompt is
+    `ConformanceTarget.answer`), with usage for the turn where the protocol reports usage."""
     hang_at: HangAt | None = None
-    """`handshake`: never answer the handshake. `turn`: stream `text`, then go silent (still
-    reading: the provider's interrupt may end the turn, stdin EOF ends the child)."""
+    """`handshake`: never answer the handshake. `turn`: the first turn streams its answer, then
+    goes silent (still reading: the provider's interrupt may end the turn, stdin EOF ends the
+    child); later turns of a session answer as usual, so the session goes on. A fake whose
+    protocol has no interrupt runs the silent turn out once the next prompt arrives."""
     exit_code: int | None = None
     """Exit with this code when the handshake's first request arrives, without answering."""
     ignore_eof: bool = False
@@ -117,7 +133,9 @@ class Diagnostics:
     spawn_category: FailureCategory = "process-start"
     """The category of a command that could not be started."""
     exit_category: FailureCategory = "process-exit"
-    """The category of a child that exited during the handshake."""
+    """The category of a child that exited (during the handshake, or between turns)."""
+    exit_stage: str = "process"
+    """The stage of a child that exited after the handshake (the next turn names it)."""
 
     def startup_timeout(self, provider: str) -> str:
         """The line of a startup deadline that expired."""
@@ -130,6 +148,10 @@ class Diagnostics:
     def handshake_exit(self, provider: str, exit_code: int) -> str:
         """The line of a child that exited with `exit_code` during the handshake."""
         return failure_line(provider, self.handshake_stage, self.exit_category, exit_code=exit_code)
+
+    def turn_exit(self, provider: str, signal: str) -> str:
+        """The line of a turn whose child was killed by `signal` (e.g. `SIGKILL`)."""
+        return failure_line(provider, self.exit_stage, self.exit_category, signal=signal)
 
     def missing_command(self, provider: str) -> str:
         """The line of a command that does not exist."""
@@ -151,6 +173,11 @@ class ConformanceTarget(abc.ABC):
     """Checks that do not apply to this provider, each with the reason shown when skipped."""
     teardown_seconds: ClassVar[float] = 2.0
     """The longest a teardown of the fake may take with the graces the target configures."""
+
+    def answer(self, prompt: str) -> str:
+        """What the fake answers to `prompt` when the scenario sets `echo_prompt` (the prompt
+        itself, unless the target says otherwise)."""
+        return prompt
 
     def provider(self, scenario: Scenario, workspace: Path) -> SubagentProvider:
         """A provider whose child is the fake playing `scenario.knobs()`, working in
