@@ -162,3 +162,32 @@ async def test_without_the_variables_nothing_is_exported(
         done = await anyio.run_process(args, check=False, env=env)
     assert done.returncode == 0
     assert receiver.spans == []
+
+
+async def test_a_fanout_is_one_workflow_span_over_its_children(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    workspace = _workspace(tmp_path, "child", {"text": "done"})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "OTEL_"))}
+    env |= {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        "HARNESS_STATE_DIR": str(tmp_path / "state"),
+    }
+    args = [str(SCRIPT), "fanout", "-w", str(workspace), "-a", "child", "-a", "child"]
+    args += ["--isolation", "copy", "--json", "go"]
+    with anyio.fail_after(60):
+        done = await anyio.run_process(args, check=False, env=env)
+    assert done.returncode == 0, done.stderr.decode()
+    [workflow] = [span for span in receiver.spans if span.name == "invoke_workflow fanout"]
+    children = [span for span in receiver.spans if span.name == "invoke_agent child"]
+    assert len(receiver.spans) == 3
+    assert workflow.kind == workflow.SPAN_KIND_INTERNAL
+    assert _attributes(workflow) == {
+        "gen_ai.operation.name": "invoke_workflow",
+        "gen_ai.agent.name": "fanout",
+    }
+    assert len(children) == 2
+    for child in children:
+        assert child.trace_id == workflow.trace_id
+        assert child.parent_span_id == workflow.span_id

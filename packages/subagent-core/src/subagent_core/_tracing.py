@@ -154,15 +154,36 @@ def start_span(
     return RunTrace(span)
 
 
+@contextmanager
+def workflow_span(name: str) -> Generator[None]:
+    """An INTERNAL span `invoke_workflow {name}` current for the block (the runs started in it
+    are its children): a fan-out over several agents, say. Untraced, it does nothing."""
+    api = _otel()
+    if api is None:
+        yield
+        return
+    attributes = {"gen_ai.operation.name": "invoke_workflow", "gen_ai.agent.name": name}
+    tracer = api.get_tracer("subagent_core")
+    with tracer.start_as_current_span(
+        f"invoke_workflow {name}", kind=api.SpanKind.INTERNAL, attributes=attributes
+    ):
+        yield
+
+
 def traceparent() -> str | None:
-    """The W3C `traceparent` of the current span (for a child that can join the trace)."""
+    """The W3C `traceparent` of the current span (for a child that can join the trace).
+
+    Its flags carry the sampled bit only. The Python SDK also sets Trace Context Level 2's
+    random-trace-id bit (`03`), and a Level 1 reader refuses a version-00 header with flags
+    above `02`: codex's (opentelemetry-rust) drops the whole context as invalid.
+    """
     api = _otel()
     if api is None:
         return None
     context = api.get_current_span().get_span_context()
     if not context.is_valid:
         return None
-    flags = int(context.trace_flags) & 0xFF
+    flags = int(context.trace_flags) & 0x01
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{flags:02x}"
 
 

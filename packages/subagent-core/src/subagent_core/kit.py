@@ -21,28 +21,35 @@ home:
 - failure facts: `Failure`, `result_diagnostic`, `teardown_line`, `Teardown` (the ladder's
   graces as one value);
 - before a spawn: `start_preamble`, `configuration_start_error`, `choose_workspace`,
-  `enterable_directory`.
+  `enterable_directory`;
+- tracing: `traceparent` (the W3C context a child can join), `otel_env` (the `OTEL_*`
+  settings a config's `otel_passthrough` gives its child).
 """
 
 from ._bounded_text import DEFAULT_MAX_OUTPUT_BYTES as DEFAULT_MAX_OUTPUT_BYTES
 from ._bounded_text import OUTPUT_TRUNCATION_MARKER as OUTPUT_TRUNCATION_MARKER
 from ._bounded_text import BoundedText as BoundedText
 from ._channel import ChildChannel as ChildChannel
+from ._child_config import DEFAULT_WRITE_TIMEOUT_SECONDS as DEFAULT_WRITE_TIMEOUT_SECONDS
+from ._child_config import ChildBounds as ChildBounds
 from ._child_config import ChildConfigFields as ChildConfigFields
-from ._child_config import ChildProvider as ChildProvider
 from ._child_config import GatedConfigFields as GatedConfigFields
 from ._child_config import check_child_config as check_child_config
 from ._child_config import check_provider_name as check_provider_name
 from ._child_config import checked_command as checked_command
 from ._child_config import teardown_of as teardown_of
+from ._child_pipes import ChildPipes as ChildPipes
 from ._child_protocol import CLOSE_SECONDS as CLOSE_SECONDS
 from ._child_protocol import INTERRUPT_SECONDS as INTERRUPT_SECONDS
 from ._child_protocol import OUTCOME_WAIT_SECONDS as OUTCOME_WAIT_SECONDS
 from ._child_protocol import ChildFailure as ChildFailure
 from ._child_protocol import ChildLink as ChildLink
 from ._child_protocol import ChildProtocol as ChildProtocol
+from ._child_provider import ChildProvider as ChildProvider
+from ._child_provider import WarmProvider as WarmProvider
 from ._child_session import ChildSession as ChildSession
 from ._closing import AsyncClosing as AsyncClosing
+from ._closing import Closing as Closing
 from ._command import ChildCommand as ChildCommand
 from ._deadlines import DEFAULT_IDLE_TIMEOUT_SECONDS as DEFAULT_IDLE_TIMEOUT_SECONDS
 from ._deadlines import DEFAULT_STARTUP_TIMEOUT_SECONDS as DEFAULT_STARTUP_TIMEOUT_SECONDS
@@ -55,6 +62,7 @@ from ._diagnostics import bound_diagnostic as bound_diagnostic
 from ._diagnostics import failure_line as failure_line
 from ._diagnostics import permission_line as permission_line
 from ._diagnostics import safe_tool_kind as safe_tool_kind
+from ._environment import otel_env as otel_env
 from ._errors import ChildKind as ChildKind
 from ._errors import aborted_before_start_text as aborted_before_start_text
 from ._errors import compose_start_error as compose_start_error
@@ -90,6 +98,7 @@ from ._run import ClosableProvider as ClosableProvider
 from ._run import new_run_id as new_run_id
 from ._session import ChildTurns as ChildTurns
 from ._session import SessionProvider as SessionProvider
+from ._session import SlotSession as SlotSession
 from ._session import session_workspace as session_workspace
 from ._session_store import SessionBusyError as SessionBusyError
 from ._session_store import SessionSlot as SessionSlot
@@ -103,10 +112,13 @@ from ._structured import parse_structured_output as parse_structured_output
 from ._structured import safe_cost as safe_cost
 from ._teardown import Teardown as Teardown
 from ._tracing import traceparent as traceparent
+from ._tracing import workflow_span as workflow_span
 from ._turn import Turn as Turn
 from ._turn import TurnDriver as TurnDriver
 from ._turn import TurnRun as TurnRun
 from ._types import add_usage as add_usage
+from ._warm_pool import WarmChild as WarmChild
+from ._warm_pool import WarmPool as WarmPool
 from ._workspace import choose_workspace as choose_workspace
 from ._workspace import configuration_start_error as configuration_start_error
 from ._workspace import enterable_directory as enterable_directory
@@ -122,6 +134,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_MAX_OUTPUT_BYTES",
     "DEFAULT_STARTUP_TIMEOUT_SECONDS",
+    "DEFAULT_WRITE_TIMEOUT_SECONDS",
     "INTERRUPT_SECONDS",
     "OPTION_KINDS",
     "OUTCOME_WAIT_SECONDS",
@@ -130,18 +143,21 @@ __all__ = [
     "REJECT_KINDS",
     "AsyncClosing",
     "BoundedText",
+    "ChildBounds",
     "ChildChannel",
     "ChildCommand",
     "ChildConfigFields",
     "ChildFailure",
     "ChildKind",
     "ChildLink",
+    "ChildPipes",
     "ChildProtocol",
     "ChildProvider",
     "ChildSession",
     "ChildStderr",
     "ChildTurns",
     "ClosableProvider",
+    "Closing",
     "EventBuffer",
     "Failure",
     "FailureCategory",
@@ -157,6 +173,7 @@ __all__ = [
     "SessionBusyError",
     "SessionProvider",
     "SessionSlot",
+    "SlotSession",
     "SpawnError",
     "StderrLog",
     "StructuredOutputError",
@@ -164,6 +181,9 @@ __all__ = [
     "Turn",
     "TurnDriver",
     "TurnRun",
+    "WarmChild",
+    "WarmPool",
+    "WarmProvider",
     "aborted_before_start_text",
     "add_usage",
     "bound_diagnostic",
@@ -184,6 +204,7 @@ __all__ = [
     "open_channel_process",
     "open_managed_process",
     "open_stdio_streams",
+    "otel_env",
     "parse_structured_output",
     "permission_decision",
     "permission_line",
@@ -200,4 +221,5 @@ __all__ = [
     "tool_call_status",
     "tool_kind",
     "traceparent",
+    "workflow_span",
 ]
