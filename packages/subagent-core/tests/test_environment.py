@@ -1,4 +1,5 @@
-"""child_env: credential-shaped and DSH_* names are never inherited; explicit entries win."""
+"""child_env: credential-shaped and DSH_* names are never inherited; explicit entries win.
+otel_env: a child gets this process's OTEL_* settings only when its config passes them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from subagent_core import child_env
+from subagent_core.kit import otel_env
 
 
 @pytest.mark.parametrize(
@@ -26,6 +28,10 @@ from subagent_core import child_env
         "DSH_ENDPOINT",
         "dsh_mode",
         "Dsh_X",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
+        "otel_exporter_otlp_metrics_headers",
     ],
 )
 def test_credential_shaped_and_dsh_names_are_dropped(name: str) -> None:
@@ -140,3 +146,34 @@ def test_the_result_is_scrubbed_parent_overlaid_by_explicit(
     for name, value in parent.items():
         if name not in explicit and not _credential_shaped(name):
             assert env[name] == value
+
+
+OTEL = {
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",
+    "OTEL_SERVICE_NAME": "parent",
+    "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer parent",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-api=parent",
+    "OTEL_EXPORTER_OTLP_CLIENT_KEY": "/keys/client.pem",
+}
+
+
+def test_passed_through_otel_settings_leave_the_credential_shaped_ones_out() -> None:
+    assert otel_env(True, parent={**OTEL, "PATH": "/bin"}) == {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",
+        "OTEL_SERVICE_NAME": "parent",
+    }
+    assert otel_env(True, remote=True, parent=OTEL) == otel_env(True, parent=OTEL)
+
+
+def test_otel_settings_not_passed_are_removed_from_a_local_child_only() -> None:
+    removed = otel_env(False, parent={**OTEL, "PATH": "/bin"})
+    assert removed == dict.fromkeys(OTEL)
+    assert child_env(removed, {**OTEL, "PATH": "/bin"}) == {"PATH": "/bin"}
+    assert otel_env(False, remote=True, parent=OTEL) == {}
+
+
+def test_an_explicit_header_variable_still_reaches_the_child() -> None:
+    overlay = {**otel_env(True, parent=OTEL), "OTEL_EXPORTER_OTLP_HEADERS": "mine"}
+    env = child_env(overlay, OTEL)
+    assert env["OTEL_EXPORTER_OTLP_HEADERS"] == "mine"
+    assert "OTEL_EXPORTER_OTLP_TRACES_HEADERS" not in env

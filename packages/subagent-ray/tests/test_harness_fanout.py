@@ -174,10 +174,13 @@ async def test_harness_fanout_spreads_two_children_over_two_nodes(
         assert f"+{node}" in patch
     assert lines[-1] == {
         "type": "summary",
+        "run": Path(children["left"]["patch"]).parent.name,
         "isolation": "worktree",
         "kept": False,
         "completed": 2,
+        "passed": 0,
         "total": 2,
+        "report": None,
         "exit_code": 0,
     }
     assert _git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1

@@ -21,7 +21,13 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp import types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
-from subagent_core.kit import FrameTooLargeError, LineReader, ManagedProcess, open_managed_process
+from subagent_core.kit import (
+    FrameTooLargeError,
+    LineReader,
+    ManagedProcess,
+    Teardown,
+    open_managed_process,
+)
 
 from ._mcp_config import MCPStdioServer
 
@@ -35,6 +41,7 @@ EOF_GRACE_SECONDS = 2.0
 
 TERM_GRACE_SECONDS = 2.0
 KILL_GRACE_SECONDS = 2.0
+_TEARDOWN = Teardown(EOF_GRACE_SECONDS, TERM_GRACE_SECONDS, KILL_GRACE_SECONDS)
 
 LinkFailure = Literal["oversized", "closed"]
 """Why a link ended early: a line over the bound, or the server closed its stdout."""
@@ -62,13 +69,7 @@ async def open_stdio_link(
         SpawnError: the command could not be started (nothing runs).
     """
     async with open_managed_process(
-        server.child_command,
-        stdin="pipe",
-        stdout="pipe",
-        stderr="devnull",
-        eof_grace_seconds=EOF_GRACE_SECONDS,
-        term_grace_seconds=TERM_GRACE_SECONDS,
-        kill_grace_seconds=KILL_GRACE_SECONDS,
+        server.child_command, stderr="devnull", teardown=_TEARDOWN
     ) as process:
         to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)

@@ -8,7 +8,6 @@ in a fresh provider.
 from __future__ import annotations
 
 import dataclasses
-from typing import cast
 
 import anyio
 from subagent_core import Capabilities, SessionRequest, SubagentStartError
@@ -35,7 +34,7 @@ from ._model_run import (
 )
 from ._model_session import HISTORY_FILE, ModelSession, load_history, store_history
 
-_KIND = cast(ChildKind, "model")
+_KIND: ChildKind = "model"
 """The kit's checks name a provider's kind only in the aborted-before-start sentence, which
 this provider raises itself (with the same words) before they run."""
 

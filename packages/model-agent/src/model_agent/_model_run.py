@@ -31,6 +31,7 @@ HTTP error text is not safe.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import logging
 from collections.abc import Sequence
@@ -232,6 +233,9 @@ class ModelRun(SubagentRun):
         budget: Budget | None = None,
     ) -> None:
         self.id = new_run_id()
+        self._context = contextvars.copy_context()
+        """Where the run was started (the registry's span current): the child runs in it, so
+        its model requests and the runs it delegates join the run's trace."""
         self._agent = agent
         self._budget = budget
         self._prompt = prompt
@@ -257,7 +261,8 @@ class ModelRun(SubagentRun):
             if self._stop.cancelled:
                 self._settle_aborted()
             else:
-                self._owner = OwnedTask.start(self._own, name=f"model_agent.child.{self.id}")
+                name = f"model_agent.child.{self.id}"
+                self._owner = self._context.run(OwnedTask.start, self._own, name=name)
         if self._settled is None:
             with self._request_cancel.cancel_scope():
                 await self._settled_event.wait()
@@ -274,7 +279,7 @@ class ModelRun(SubagentRun):
                 options["on_usage"] = self._count
             outcome = await self._agent.run(self._prompt, self._stop, **options)
             if outcome.usage is not None:
-                self._shown.events.publish(usage_event(outcome.usage))
+                self._shown.events.publish(UsageEvent.of(outcome.usage))
             schema_failed = outcome.status == "failed" and outcome.error == OUTPUT_SCHEMA_ERROR
             self._settle(
                 SubagentResult(
@@ -298,7 +303,7 @@ class ModelRun(SubagentRun):
         budget = self._budget
         if budget is None or self._settled is not None or not budget.crossed_by(usage):
             return
-        self._shown.events.publish(usage_event(usage))
+        self._shown.events.publish(UsageEvent.of(usage))
         self._settle(
             SubagentResult(
                 stop_reason="error",
@@ -348,13 +353,3 @@ class ModelRun(SubagentRun):
                     if not owner.done:
                         self._dispose_outcome = failure_line(MODEL_PROVIDER, "teardown", "unknown")
         return self._dispose_outcome
-
-
-def usage_event(usage: Usage) -> UsageEvent:
-    """The run event that reports `usage`."""
-    return UsageEvent(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cached_input_tokens=usage.cached_input_tokens,
-        cost=usage.cost,
-    )

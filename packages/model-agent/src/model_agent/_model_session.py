@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -36,17 +35,17 @@ from subagent_core import (
     SessionRequest,
     SubagentError,
     SubagentRun,
-    SubagentSession,
     Usage,
+    UsageEvent,
 )
 from subagent_core.kit import (
     Failure,
     OwnedTask,
     SessionSlot,
+    SlotSession,
     Turn,
     TurnDriver,
     TurnRun,
-    add_usage,
     failure_line,
 )
 
@@ -60,7 +59,6 @@ from ._model_run import (
     MODEL_PROVIDER,
     ChildAgent,
     stop_reason_of,
-    usage_event,
 )
 from ._result import OUTPUT_SCHEMA_ERROR, AgentResult
 
@@ -119,7 +117,7 @@ def load_history(folder: Path) -> tuple[ChatMessage, ...] | None:
         return None
 
 
-class ModelSession(SubagentSession):
+class ModelSession(SlotSession):
     """A `model` child's conversation, kept for several turns (see the module doc)."""
 
     def __init__(
@@ -132,33 +130,18 @@ class ModelSession(SubagentSession):
         *,
         observer: AgentObserver | None = None,
     ) -> None:
-        self.handle = slot.handle
+        super().__init__(slot)
         self._build = build
         self._config = config
-        self._slot = slot
         self._budget = request.budget
         self._history = history
         self._observer = observer
-        self._usage = slot.record.usage
-        self._turns = slot.record.turns
         self._drivers: list[_ModelTurn] = []
         """Turns whose task has not ended yet (the newest last)."""
         self._closed = False
         self._close_lock = anyio.Lock()
         self._close_text: str | None = None
         self._close_done = False
-
-    @property
-    def usage(self) -> Usage | None:
-        return self._usage
-
-    @property
-    def turns(self) -> int:
-        return self._turns
-
-    @property
-    def resumable(self) -> bool:
-        return self._slot.resumable
 
     async def run(
         self,
@@ -221,7 +204,7 @@ class ModelSession(SubagentSession):
             else:
                 await driver.run()
                 return
-            self.note(stored=None)
+            self.note(None, stored=None)
         finally:
             turn.mark_done()
 
@@ -244,11 +227,10 @@ class ModelSession(SubagentSession):
         """After a turn's agent ended: the conversation, the totals, the stored history and the
         record, all before the turn settles (a holder that then exits can resume it)."""
         self._history = outcome.history
-        self._usage = add_usage(self._usage, outcome.usage)
         stored: bool | None = None
         if self._slot.resumable:
             stored = await anyio.to_thread.run_sync(self._store, self._history)
-        self.note(stored=stored)
+        self.note(outcome.usage, stored=stored)
 
     def _store(self, history: tuple[ChatMessage, ...]) -> bool:
         """Stores the history; on any failure none is left stored (a resume then misses)."""
@@ -265,16 +247,12 @@ class ModelSession(SubagentSession):
                 (folder / HISTORY_FILE).unlink(missing_ok=True)
         return False
 
-    def note(self, *, stored: bool | None) -> None:
+    def note(self, usage: Usage | None, *, stored: bool | None) -> None:
         """The record after a turn: totals, turns, and whether a history can be resumed."""
-        slot = self._slot
-        slot.record = slot.record.with_usage(self._usage)
-        changes: dict[str, object] = {"turns": self._turns, "last_used": time.time()}
+        changes: dict[str, object] = {}
         if stored is not None:
             changes["child_session"] = HISTORY_FILE if stored else None
-        try:
-            slot.update(**changes)
-        except OSError:
+        if not self.record_turn(usage, **changes):
             _log.info("model session: the record could not be written")  # the next turn retries
 
     # -- the turn handle's owner -------------------------------------------------------------
@@ -371,7 +349,7 @@ class _ModelTurn(TurnDriver):
     def count(self, usage: Usage) -> None:
         """A usage report (the turn's total so far), counted against the budget by `Turn`."""
         self._reported = usage
-        self.turn.publish(usage_event(usage))
+        self.turn.publish(UsageEvent.of(usage))
 
     async def run(self) -> None:
         session, turn = self._session, self.turn
@@ -383,7 +361,7 @@ class _ModelTurn(TurnDriver):
         except Exception:
             # A broken child contract: logged, never shown (its text is not safe).
             _log.exception("model session turn raised")
-            session.note(stored=None)
+            session.note(None, stored=None)
             turn.settle_quietly("error")
             return
         self._outcome = outcome
@@ -391,7 +369,7 @@ class _ModelTurn(TurnDriver):
         self.finished = True
         await session.keep(outcome)
         if outcome.usage is not None and outcome.usage != self._reported:
-            turn.publish(usage_event(outcome.usage))
+            turn.publish(UsageEvent.of(outcome.usage))
         if outcome.status == "cancelled":
             turn.abort()
         elif outcome.status == "failed" and outcome.error == OUTPUT_SCHEMA_ERROR:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 import anyio
+from subagent_core.kit import traceparent
 
 from ._config import ModelEndpoint
 from ._sse import EventTooLargeError, SSEDecoder, SSEFormatError
@@ -136,6 +137,10 @@ class HTTPTransport:
         headers = {"Accept": "text/event-stream"}
         if endpoint.api_key:
             headers["Authorization"] = f"Bearer {endpoint.api_key}"
+        context = traceparent()
+        if context is not None:
+            # The run's span (current in its task): a traced endpoint joins the caller's trace.
+            headers["traceparent"] = context
         request = client.build_request(
             "POST",
             endpoint.base_url.rstrip("/") + "/chat/completions",

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Literal, cast
 
-import anyio.abc
 from acp import PROTOCOL_VERSION, RequestError
 from acp.client.connection import ClientSideConnection
 from acp.interfaces import Client
@@ -30,7 +29,7 @@ from acp.schema import (
     TextContentBlock,
     Usage,
 )
-from subagent_core.kit import LineReader
+from subagent_core.kit import ChildPipes
 
 from ._client import ACPClient
 from ._facts import AUTHENTICATION_CODES
@@ -63,20 +62,13 @@ class Session:
     `initialize` sent) before the request that will use it exists (a warm child's).
     """
 
-    def __init__(
-        self,
-        stdin: anyio.abc.ByteSendStream,
-        stdout: anyio.abc.ByteReceiveStream,
-        *,
-        max_frame_bytes: int,
-        write_timeout_seconds: float,
-    ) -> None:
+    def __init__(self, pipes: ChildPipes) -> None:
         self.client = ACPClient()
         self.transport = ChildTransport(
-            LineReader(stdout, max_frame_bytes=max_frame_bytes),
-            stdin,
+            pipes.lines(),
+            pipes.stdin,
             on_update=_ignore,
-            write_timeout_seconds=write_timeout_seconds,
+            write_timeout_seconds=pipes.write_timeout_seconds,
         )
         self._conn = ClientSideConnection(cast("Client", self.client), self.transport)
 
@@ -111,10 +103,17 @@ class Session:
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> None:
         await self._conn.set_config_option(config_id=config_id, session_id=session_id, value=value)
 
-    async def prompt(self, session_id: str, text: str) -> PromptAnswer:
-        """Returns the (schema-valid) ACP stop reason and the turn's usage, if reported."""
+    async def prompt(
+        self, session_id: str, text: str, *, traceparent: str | None = None
+    ) -> PromptAnswer:
+        """Returns the (schema-valid) ACP stop reason and the turn's usage, if reported.
+
+        `traceparent` goes in the request's `_meta.traceparent` (the key ACP reserves for W3C
+        trace context), so an agent that reads it joins its work for the prompt to ours.
+        """
+        meta = {} if traceparent is None else {"traceparent": traceparent}
         response = await self._conn.prompt(
-            session_id=session_id, prompt=[TextContentBlock(type="text", text=text)]
+            session_id=session_id, prompt=[TextContentBlock(type="text", text=text)], **meta
         )
         return str(response.stop_reason), response.usage
 

@@ -1,11 +1,11 @@
-"""Pre-spawned fresh children: spawned and past `initialize`, each handed to exactly one run.
+"""Warm ACP children: spawned and past `initialize`, each handed to exactly one run.
 
-A run on a warm child skips the interpreter start and `initialize`; the isolation of "a fresh
-process per run" stays, because a child never gets a second run. Each warm child is its own
-`OwnedTask` that owns the managed process from spawn to the end of its ladder: idle, it watches
-the child's exit and waits for a run to claim it (then drives the run's `ChildSession` to its
-end: the kit's adopt path, `ChildSession.open(owner=...)` and `drive`) or to be retired. The pool never holds more than `size` children (idle, starting or retiring) besides
-the ones its runs own.
+The pool itself is the kit's `WarmPool` (one cwd at a time, at most `size` children besides
+the ones its runs own, a failed start waits for the next request); this module is one warm
+child. Each is its own `OwnedTask` that owns the managed process from spawn to the end of its
+ladder: idle, it watches the child's exit and waits for a run to claim it (then drives the
+run's `ChildSession` to its end: the kit's adopt path, `ChildSession.open(owner=...)` and
+`drive`) or to be retired.
 
 A claimed child's replacement starts once its run is under way (its first update, or its
 settlement), and whenever a child ends: a replacement spawned at the claim would compete with
@@ -13,11 +13,7 @@ the hand-over itself (`session/new` and the prompt) for the parent's loop and th
 cores, and that hand-over latency is what the pool exists to remove.
 
 What binds at spawn: argv, env, the process cwd, and the client capabilities `initialize`
-advertised. The process cwd is the config's, else the request's, so without a configured cwd
-the pool warms for one cwd at a time (the last requested); a request for another cwd starts
-cold and moves the pool. A warm child that died, or whose spawn or `initialize` failed, is never
-handed out; a failure is a host-log fact, and the pool then waits for the next request instead
-of retrying in a loop.
+advertised. A warm child that died, or whose spawn or `initialize` failed, is never handed out.
 """
 
 from __future__ import annotations
@@ -30,7 +26,14 @@ from pathlib import Path
 import anyio
 from acp.schema import InitializeResponse
 from subagent_core import SubagentRequest
-from subagent_core.kit import CLOSE_SECONDS, ChildSession, ManagedProcess, OwnedTask, SpawnError
+from subagent_core.kit import (
+    CLOSE_SECONDS,
+    ChildSession,
+    ManagedProcess,
+    OwnedTask,
+    SpawnError,
+    WarmPool,
+)
 
 from ._bridge import Session
 from ._config import ACPConfig
@@ -61,9 +64,10 @@ class WarmChild:
     """One pre-spawned child and the session built for it while it waits; `claim()` hands
     both to a request."""
 
-    def __init__(self, pool: WarmPool, cwd: Path) -> None:
+    def __init__(self, pool: WarmPool[WarmChild], config: ACPConfig, cwd: Path) -> None:
         self.cwd = cwd
         self._pool = pool
+        self._config = config
         self._exited = False
         self._retired = False
         self._claim: WarmStart | None = None
@@ -120,7 +124,7 @@ class WarmChild:
             self._initializing.cancel()
 
     async def _own(self) -> None:
-        config = self._pool.config
+        config = self._config
         driven = False
         try:
             async with open_child(config, self.cwd) as proc:
@@ -152,7 +156,7 @@ class WarmChild:
     async def _wait_for_claim(self, proc: ManagedProcess, session: Session) -> WarmStart | None:
         """`initialize`, then idle until a request claims the child (its claim) or it is
         retired or exits (`None`); the exit watcher ends before a session watches."""
-        config = self._pool.config
+        config = self._config
         async with anyio.create_task_group() as watcher:
             watcher.start_soon(self._watch_exit, proc)
             initialized = await self._initialize(session)
@@ -170,7 +174,7 @@ class WarmChild:
         result: InitializeResponse | None = None
         failed = False
         # A warm child slower than the startup deadline would fail a cold start too: not used.
-        bound = self._pool.config.startup_timeout_seconds
+        bound = self._config.startup_timeout_seconds
         with (
             anyio.move_on_after(math.inf if bound is None else bound),
             anyio.CancelScope() as scope,
@@ -179,7 +183,7 @@ class WarmChild:
             if self._retired or self._exited:
                 scope.cancel()
             try:
-                result = await session.initialize(capabilities_for(self._pool.config))
+                result = await session.initialize(capabilities_for(self._config))
             except Exception as error:
                 _log.warning("a warm ACP child failed initialize", exc_info=error)
                 failed = True
@@ -190,95 +194,3 @@ class WarmChild:
                 _log.warning("a warm ACP child did not complete initialize; not used")
             self._pool.failed = True
         return result
-
-
-class WarmPool:
-    """Up to `size` idle warm children for one cwd, refilled as they are used."""
-
-    def __init__(self, config: ACPConfig, size: int) -> None:
-        self.config = config
-        self._size = size
-        self._fixed_cwd = config.cwd
-        self._cwd: Path | None = config.cwd
-        self._children: list[WarmChild] = []
-        self.failed = False
-        """Set when a warm child failed to start; cleared by the next request."""
-        self._closed = False
-        self._changed = anyio.Event()
-
-    @property
-    def population(self) -> int:
-        """Children the pool holds: idle, starting or retiring (not the ones runs own)."""
-        return sum(not child.claimed for child in self._children)
-
-    def take(self, cwd: Path, request: SubagentRequest) -> WarmStart | None:
-        """Hands an idle child for `cwd` to `request`, or `None` (the caller starts cold, and
-        the pool refills now)."""
-        if self._closed:
-            return None
-        self._point_at(cwd)
-        found = next((child for child in self._children if child.idle and child.cwd == cwd), None)
-        if found is None:
-            self.refill()
-            return None
-        return found.claim(request)  # its replacement starts once the run is under way
-
-    def _point_at(self, cwd: Path) -> None:
-        """Moves an unfixed pool to `cwd` (retiring children for another) and re-arms it."""
-        if self._fixed_cwd is None and cwd != self._cwd:
-            self._cwd = cwd
-            for child in self._children:
-                if not child.claimed:
-                    child.retire()
-        self.failed = False
-
-    async def warm_up(self, cwd: Path) -> None:
-        """Fills the pool for `cwd`; returns when it is full, a start failed, or it closed."""
-        if self._closed:
-            return
-        self._point_at(cwd)
-        self.refill()
-        while not (self._closed or (not self._settling() and (self.failed or self._full()))):
-            await self._changed.wait()
-
-    def _settling(self) -> bool:
-        """True while an unclaimed child is still starting or retiring."""
-        return any(not child.claimed and not child.idle for child in self._children)
-
-    def _full(self) -> bool:
-        return sum(child.idle for child in self._children) >= self._size
-
-    def changed(self) -> None:
-        """Wakes `warm_up` waiters (a child became ready or ended)."""
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
-
-    def ended(self, child: WarmChild) -> None:
-        """A child's task is ending: forget it and refill its place."""
-        if child in self._children:
-            self._children.remove(child)
-        self.refill()
-        self.changed()
-
-    def halt(self) -> None:
-        """Stops refilling for good (the loop the pool lives on is ending)."""
-        self._closed = True
-
-    def refill(self) -> None:
-        """Starts children until the pool holds `size` (not while closed or after a failure)."""
-        cwd = self._cwd
-        if self._closed or self.failed or cwd is None:
-            return
-        while self.population < self._size:
-            self._children.append(WarmChild(self, cwd))
-
-    async def aclose(self) -> None:
-        """Stops refilling and ends every unclaimed child (shielded; waits for their ladders)."""
-        with anyio.CancelScope(shield=True):
-            self._closed = True
-            pending = [child for child in self._children if not child.claimed]
-            for child in pending:
-                child.retire()
-            for child in pending:
-                await child.task.wait()
-            self.changed()

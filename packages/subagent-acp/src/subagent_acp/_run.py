@@ -61,13 +61,9 @@ T = TypeVar("T")
 
 def new_session(config: ACPConfig, child: ACPChild) -> ChildSession:
     """The lifecycle that owns `child`, with `config`'s deadlines, graces and policy."""
-    return ChildSession(
+    return ChildSession.configured(
         child,
-        provider=config.provider_name,
-        teardown=config.teardown,
-        startup_timeout_seconds=config.startup_timeout_seconds,
-        idle_timeout_seconds=config.idle_timeout_seconds,
-        permission=config.permission,
+        config,
         permission_protocol="ACP",
         reject_with_option=False,
         # Terminals still ending and the connection's close follow the child's ladder.
@@ -106,7 +102,8 @@ class ACPChild(ChildProtocol):
         self._session: Session | None = None if warm is None else warm[0]
         self._initialized: InitializeResponse | None = None if warm is None else warm[1]
         self._request: SubagentRequest | None = None
-        self._session_id: str | None = None
+        self.session_id: str
+        """The ACP session every turn prompts (set once the handshake opened or reopened it)."""
         self._driver: ACPTurn | None = None
         self._prompting: ACPTurn | None = None
         self._closing = anyio.Event()
@@ -133,12 +130,6 @@ class ACPChild(ChildProtocol):
         """The SDK connection (exists once the handshake began)."""
         assert self._session is not None
         return self._session
-
-    @property
-    def session_id(self) -> str:
-        """The ACP session every turn prompts (known once the handshake succeeded)."""
-        assert self._session_id is not None
-        return self._session_id
 
     @property
     def max_output_bytes(self) -> int:
@@ -173,13 +164,13 @@ class ACPChild(ChildProtocol):
         response: SessionAnswer
         if self._resume is not None:
             response = await self._reopen(link, initialized, self._resume, servers)
-            self._session_id = self._resume
+            self.session_id = self._resume
         else:
             answer = await self._call(link, session.new_session(str(self._cwd), servers))
             if answer.session_id == "":
                 _log.info("ACP child: the child returned no usable session id")
                 raise ChildFailure(Failure("new-session", "protocol"))
-            response, self._session_id = answer, answer.session_id
+            response, self.session_id = answer, answer.session_id
             if self._on_session is not None:
                 self._on_session(answer.session_id)
         for step in session_options(config, response):
@@ -361,9 +352,11 @@ class ACPTurn(TurnDriver):
     async def _ask(self) -> None:
         """The prompt request, as a service task: its answer ends the turn for the child even
         when the turn was settled (interrupted) before it came."""
-        child = self._child
+        child, turn = self._child, self.turn
         try:
-            self._answer = await child.session.prompt(child.session_id, self.turn.prompt)
+            self._answer = await child.session.prompt(
+                child.session_id, turn.prompt, traceparent=turn.traceparent
+            )
             self.finished = True
         except Exception as error:
             self._error = error

@@ -12,7 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 from acp.schema import ClientCapabilities
-from subagent_core.kit import ManagedProcess, open_managed_process
+from subagent_core.kit import ChildPipes, ManagedProcess, open_managed_process
 
 from ._bridge import Session, client_capabilities
 from ._config import ACPConfig
@@ -26,26 +26,13 @@ def open_child(config: ACPConfig, cwd: Path) -> AbstractAsyncContextManager[Mana
     life as `config.child_stderr` says (a bounded log, or dropped), never inherited.
     """
     return open_managed_process(
-        config.child_command(cwd),
-        stdin="pipe",
-        stdout="pipe",
-        stderr=config.child_stderr,
-        eof_grace_seconds=config.dispose_eof_grace_seconds,
-        term_grace_seconds=config.dispose_grace_seconds,
-        kill_grace_seconds=config.dispose_kill_grace_seconds,
+        config.child_command(cwd), stderr=config.child_stderr, teardown=config.teardown
     )
 
 
 def open_session(proc: ManagedProcess, config: ACPConfig) -> Session:
     """The SDK connection over a freshly spawned child's pipes."""
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    return Session(
-        proc.stdin,
-        proc.stdout,
-        max_frame_bytes=config.max_frame_bytes,
-        write_timeout_seconds=config.write_timeout_seconds,
-    )
+    return Session(ChildPipes.of(proc, config))
 
 
 def capabilities_for(config: ACPConfig) -> ClientCapabilities:

@@ -17,7 +17,13 @@ from typing import Final
 
 import anyio
 import anyio.abc
-from subagent_core.kit import ChildCommand, ProcessOutcome, SpawnError, open_managed_process
+from subagent_core.kit import (
+    ChildCommand,
+    ProcessOutcome,
+    SpawnError,
+    Teardown,
+    open_managed_process,
+)
 
 _log = logging.getLogger("subagent_acp")
 
@@ -27,10 +33,9 @@ MAX_TERMINALS: Final = 16
 MAX_TERMINAL_OUTPUT_BYTES: Final = 1024 * 1024
 """Most output a terminal keeps (its newest bytes), whatever the child asks for."""
 
-_EOF_GRACE_SECONDS: Final = 0.05  # stdin is /dev/null: nothing to flush on EOF
-_TERM_GRACE_SECONDS: Final = 1.0
-_KILL_GRACE_SECONDS: Final = 2.0
-LADDER_SECONDS: Final = _EOF_GRACE_SECONDS + _TERM_GRACE_SECONDS + _KILL_GRACE_SECONDS
+# The EOF grace is short: stdin is /dev/null, so there is nothing to flush on EOF.
+_TEARDOWN: Final = Teardown(eof_grace_seconds=0.05, term_grace_seconds=1.0, kill_grace_seconds=2.0)
+LADDER_SECONDS: Final = _TEARDOWN.total_seconds
 """The longest a terminal's ladder takes once it is told to stop."""
 _READ_BYTES: Final = 65536
 
@@ -168,15 +173,7 @@ class Terminals:
     ) -> None:
         try:
             async with open_managed_process(
-                spec.argv,
-                cwd=spec.cwd,
-                env=spec.environment(),
-                stdin="devnull",
-                stdout="pipe",
-                stderr="pipe",
-                eof_grace_seconds=_EOF_GRACE_SECONDS,
-                term_grace_seconds=_TERM_GRACE_SECONDS,
-                kill_grace_seconds=_KILL_GRACE_SECONDS,
+                spec, stdin="devnull", stderr="pipe", teardown=_TEARDOWN
             ) as proc:
                 task_status.started()
                 async with anyio.create_task_group() as pumps:
@@ -193,7 +190,9 @@ class Terminals:
                     pumps.cancel_scope.cancel()
                 with anyio.CancelScope(shield=True):
                     await proc.terminate(
-                        _EOF_GRACE_SECONDS, _TERM_GRACE_SECONDS, _KILL_GRACE_SECONDS
+                        _TEARDOWN.eof_grace_seconds,
+                        _TEARDOWN.term_grace_seconds,
+                        _TEARDOWN.kill_grace_seconds,
                     )
                 terminal.outcome = proc.outcome
         finally:

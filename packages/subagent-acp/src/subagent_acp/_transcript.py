@@ -126,16 +126,11 @@ class UsageTally:
         )
 
     def usage(self) -> Usage | None:
-        """The turn's `Usage`, or `None` when the child reported neither tokens nor a cost."""
+        """The turn's `Usage` (its counts as the event normalised them), or `None` when the
+        child reported neither tokens nor a cost."""
         if self._tokens is None and self._cost is None:
             return None
-        event = self.event()
-        return Usage(
-            input_tokens=event.input_tokens,
-            output_tokens=event.output_tokens,
-            cached_input_tokens=event.cached_input_tokens,
-            cost=event.cost,
-        )
+        return self.event().usage
 
 
 class Transcript:

@@ -11,27 +11,21 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from subagent_core import (
-    CancelSignal,
     Capabilities,
     SessionRequest,
-    SubagentError,
     SubagentRequest,
     SubagentRun,
     SubagentStartError,
 )
 from subagent_core.kit import (
-    AsyncClosing,
+    ChildProvider,
     ChildSession,
     ChildTurns,
     SessionSlot,
     compose_start_error,
-    configuration_start_error,
     failure_line,
-    session_workspace,
-    start_preamble,
 )
 
 from ._argv import resolve_command
@@ -40,10 +34,6 @@ from ._run import ClaudeChild, resumable
 
 _log = logging.getLogger("subagent_claude")
 
-CAPABILITIES = Capabilities(output_schema=True, sessions=True, resume=True)
-"""The CLI validates structured output itself (`--json-schema`, one-shot runs only) and keeps a
-conversation for several turns, resumable from its transcript; the rest cannot be enforced."""
-
 SHARED_CONFIG = ("settings.json", "CLAUDE.md", "agents", "commands", "skills")
 """What a session's own config dir takes from the user's (linked, never copied): the settings
 and instructions `read_user_settings=True` applies. Not the login (`.credentials.json` and the
@@ -51,31 +41,18 @@ keychain are read in place, `ClaudeConfig.child_command`) and not `.claude.json`
 own state, which it rewrites."""
 
 
-class ClaudeProvider(AsyncClosing):
-    """Runs each child as a fresh `claude` CLI process over its stream-json control protocol."""
+class ClaudeProvider(ChildProvider[ClaudeConfig]):
+    """Runs each child as a fresh `claude` CLI process over its stream-json control protocol.
 
-    def __init__(self, config: ClaudeConfig) -> None:
-        self._config = config
+    MCP servers are the CLI's own configuration: a request that asks for some fails its start.
+    """
 
-    @property
-    def config(self) -> ClaudeConfig:
-        """The configuration this provider was built with."""
-        return self._config
-
-    @property
-    def name(self) -> str:
-        return self._config.provider_name
-
-    @property
-    def capabilities(self) -> Capabilities:
-        if self._config.remote is not None:
-            # A session's own config dir lives on this host, not where a placement runs claude.
-            return Capabilities(output_schema=True, sessions=True)
-        return CAPABILITIES
-
-    @property
-    def inherits_parent_context(self) -> bool:
-        return False
+    kind = "Claude"
+    takes_mcp_servers = False
+    offered = Capabilities(output_schema=True, sessions=True, resume=True)
+    """The CLI validates structured output itself (`--json-schema`, one-shot runs only) and
+    keeps a conversation for several turns, resumable from its transcript (in a session's own
+    config dir, on this host); the rest cannot be enforced."""
 
     async def start(self, request: SubagentRequest) -> SubagentRun:
         """Spawns the CLI, runs the control handshake, and publishes the run.
@@ -87,50 +64,27 @@ class ClaudeProvider(AsyncClosing):
                 MCP servers asked for, no CLI found, the spawn or the handshake failed; the
                 child's whole tree was torn down first.
         """
-        config = self._config
-        cwd = start_preamble("Claude", config.provider_name, request, config.cwd)
-        if request.mcp_servers:
-            raise configuration_start_error("Claude", config.provider_name)
-        command = self._command()
-        session = self.new_session(ClaudeChild(config, cwd, command, request.output_schema))
-        turn = session.begin_turn(
-            request.prompt,
-            cancel=request.cancel,
-            output_schema=request.output_schema,
-            budget=request.budget,
-        )
-        await session.open(request.cancel)
-        return session.run_of(turn, ends_session=True)
+        cwd = self.workspace_for(request)
+        child = ClaudeChild(self._config, cwd, self._command(), request.output_schema)
+        session = self.new_session(child)
+        return await session.one_shot(request)
 
-    async def open_session(self, request: SessionRequest, slot: SessionSlot) -> ChildTurns:
-        """A CLI process that takes several turns; with a state dir, a resumable one.
-
-        Raises:
-            SubagentStartError: as `start`.
-        """
-        return await self._open(request, slot, resume=False)
-
-    async def resume_session(self, request: SessionRequest, slot: SessionSlot) -> ChildTurns:
-        """A fresh CLI process that continues the recorded conversation (`--resume` in the
-        session's own config dir).
+    async def open_turns(
+        self, request: SessionRequest, slot: SessionSlot, *, resume: bool
+    ) -> ChildTurns:
+        """A CLI process that takes several turns, with a state dir a resumable one; or a fresh
+        one that continues the recorded conversation (`--resume` in the session's own config
+        dir).
 
         Raises:
             SubagentStartError: `resume-miss` when the CLI no longer holds the conversation,
                 `configuration` for another workspace, else as `start`.
         """
-        return await self._open(request, slot, resume=True)
-
-    async def _open(
-        self, request: SessionRequest, slot: SessionSlot, *, resume: bool
-    ) -> ChildTurns:
         config = self._config
-        provider = config.provider_name
-        cwd = session_workspace("Claude", provider, request, config.cwd, slot, resume=resume)
-        if request.mcp_servers:
-            raise configuration_start_error("Claude", provider)
+        cwd = self.session_workspace_for(request, slot, resume=resume)
         record = slot.record
         if resume and not resumable(record.child_session):
-            line = failure_line(provider, "initialize", "resume-miss")
+            line = failure_line(self.name, "initialize", "resume-miss")
             raise SubagentStartError(line, line)
         command = self._command()
         config_dir = slot.child_state if config.remote is None else None
@@ -156,7 +110,8 @@ class ClaudeProvider(AsyncClosing):
         )
         session = self.new_session(child)
         await session.open(request.cancel)
-        return ClaudeTurns(session, slot, request)
+        # `--json-schema` is an option of the CLI process, fixed when it starts.
+        return ChildTurns(session, slot, request, turn_output_schema=False)
 
     def _command(self) -> str:
         """The CLI to run.
@@ -174,40 +129,7 @@ class ClaudeProvider(AsyncClosing):
 
     def new_session(self, child: ClaudeChild) -> ChildSession:
         """The lifecycle that owns `child`, with this provider's deadlines and graces."""
-        config = self._config
-        return ChildSession(
-            child,
-            provider=config.provider_name,
-            teardown=config.teardown,
-            startup_timeout_seconds=config.startup_timeout_seconds,
-            idle_timeout_seconds=config.idle_timeout_seconds,
-            permission=config.permission,
-            permission_protocol="Claude",
-            log=_log,
-        )
-
-    async def aclose(self) -> None:
-        """Nothing to release: every child belongs to its run or session."""
-
-
-class ClaudeTurns(ChildTurns):
-    """A Claude session's turns. `--json-schema` is an option of the CLI process, fixed when it
-    starts, so a session turn cannot ask for an output schema: refused before it is sent."""
-
-    async def run(
-        self,
-        prompt: str,
-        *,
-        cancel: CancelSignal | None = None,
-        output_schema: dict[str, Any] | None = None,
-    ) -> SubagentRun:
-        if output_schema is not None:
-            raise SubagentError(
-                "UNSUPPORTED_CAPABILITY",
-                f'subagent provider "{self._child.provider}" takes an output schema in a '
-                "one-shot run only, not in a session turn",
-            )
-        return await super().run(prompt, cancel=cancel)
+        return ChildSession.configured(child, self._config, permission_protocol="Claude", log=_log)
 
 
 def _share_config(base: Path, config_dir: Path) -> None:

@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any, Final, TypeGuard
 
 import anyio
-from subagent_core import StopReason, Usage
+from subagent_core import StopReason, Usage, UsageEvent
 from subagent_core.kit import (
     BoundedText,
     ChildCommand,
     ChildFailure,
     ChildLink,
+    ChildPipes,
     ChildProtocol,
     Failure,
     StructuredOutputError,
@@ -41,13 +42,14 @@ from subagent_core.kit import (
     TurnDriver,
     add_usage,
     parse_structured_output,
+    traceparent,
 )
 
 from ._argv import protocol_options
 from ._config import ClaudeConfig
 from ._facts import is_auth_signal, map_result
 from ._permission import PermissionDesk
-from ._transcript import CostMeter, Transcript, usage_event
+from ._transcript import CostMeter, Transcript
 from ._wire import (
     Closed,
     Frame,
@@ -107,14 +109,19 @@ class ClaudeChild(ChildProtocol):
         """The CLI's own session id as last reported (child-controlled: kept, never shown)."""
         self.meter = CostMeter(spent_usd)
         self.stderr = config.child_stderr
-        self._wire: Wire | None = None
+        self.wire: Wire
+        """The child's connection (set when the handshake begins)."""
         self.results_owed = 0
         """User messages sent whose `result` has not been read yet (interrupted turns')."""
 
     def command(self) -> ChildCommand:
+        """The CLI's command; the trace context current at spawn (the run's span, or the
+        session's: the process keeps it for all its turns) goes in its environment."""
         config = self._config
         options = protocol_options(config, self._output_schema, resume=self._resume)
-        return config.child_command(self._command, self._cwd, options, self._config_dir)
+        return config.child_command(
+            self._command, self._cwd, options, self._config_dir, traceparent=traceparent()
+        )
 
     def note_session(self, value: object) -> None:
         """Keeps the session id a frame reports, when it is one `--resume` can take."""
@@ -129,24 +136,8 @@ class ClaudeChild(ChildProtocol):
         """The provider's configuration."""
         return self._config
 
-    @property
-    def wire(self) -> Wire:
-        """The child's connection (exists once the handshake began)."""
-        assert self._wire is not None
-        return self._wire
-
     async def handshake(self, link: ChildLink) -> None:
-        proc = link.proc
-        assert proc.stdout is not None
-        assert proc.stdin is not None
-        config = self._config
-        wire = Wire(
-            proc.stdout,
-            proc.stdin,
-            max_frame_bytes=config.max_frame_bytes,
-            write_timeout_seconds=config.write_timeout_seconds,
-        )
-        self._wire = wire
+        wire = self.wire = Wire(ChildPipes.of(link.proc, self._config))
         link.stage = "initialize"
         request_id = new_request_id()
         try:
@@ -268,7 +259,7 @@ class ClaudeTurn(TurnDriver):
         self._streamed = tokens
         usage = self.usage
         if usage is not None:
-            self._turn.publish(usage_event(usage))
+            self._turn.publish(UsageEvent.of(usage))
 
     async def _on_frame(self, frame: Frame, desk: PermissionDesk) -> None:
         kind = frame.get("type")
@@ -314,7 +305,7 @@ class ClaudeTurn(TurnDriver):
         turn = self._turn
         self._usage = self._child.meter.settle(frame)
         if self._usage is not None:
-            turn.publish(usage_event(self._usage))
+            turn.publish(UsageEvent.of(self._usage))
         asked = turn.cancel.cancelled or turn.stop_requested
         stop_reason, failure = map_result(frame, self._transcript.last_error, interrupted=asked)
         if stop_reason == "completed":

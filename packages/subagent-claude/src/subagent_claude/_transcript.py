@@ -27,7 +27,6 @@ from subagent_core import (
     ToolCallEvent,
     ToolKind,
     Usage,
-    UsageEvent,
 )
 from subagent_core.kit import BoundedText, add_usage, safe_cost
 
@@ -193,16 +192,6 @@ def _tokens(counts: Mapping[str, Any]) -> Usage | None:
     if input_tokens is None and output_tokens is None and cached is None:
         return None
     return Usage(input_tokens=input_tokens, output_tokens=output_tokens, cached_input_tokens=cached)
-
-
-def usage_event(usage: Usage) -> UsageEvent:
-    """The running-totals event of a turn's usage."""
-    return UsageEvent(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cached_input_tokens=usage.cached_input_tokens,
-        cost=usage.cost,
-    )
 
 
 class CostMeter:

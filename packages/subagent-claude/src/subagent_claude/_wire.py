@@ -24,8 +24,7 @@ import secrets
 from typing import Any, Literal
 
 import anyio
-import anyio.abc
-from subagent_core.kit import FrameTooLargeError, LineReader
+from subagent_core.kit import ChildPipes, FrameTooLargeError
 
 _log = logging.getLogger("subagent_claude")
 
@@ -59,17 +58,10 @@ def new_request_id() -> str:
 class Wire:
     """The child's stdout as frames and its stdin as a bounded writer."""
 
-    def __init__(
-        self,
-        stdout: anyio.abc.ByteReceiveStream,
-        stdin: anyio.abc.ByteSendStream,
-        *,
-        max_frame_bytes: int,
-        write_timeout_seconds: float,
-    ) -> None:
-        self._reader = LineReader(stdout, max_frame_bytes=max_frame_bytes)
-        self._stdin = stdin
-        self._write_timeout = write_timeout_seconds
+    def __init__(self, pipes: ChildPipes) -> None:
+        self._reader = pipes.lines()
+        self._stdin = pipes.stdin
+        self._write_timeout = pipes.write_timeout_seconds
         self._lock = anyio.Lock(fast_acquire=True)
         self.closed: Closed | None = None
         """Set once the connection ended, for the first reason seen."""

@@ -19,24 +19,15 @@ from typing import Literal, cast
 
 from subagent_core import PermissionSetting, Placement
 from subagent_core.kit import (
-    DEFAULT_IDLE_TIMEOUT_SECONDS,
-    DEFAULT_MAX_OUTPUT_BYTES,
-    DEFAULT_STARTUP_TIMEOUT_SECONDS,
+    ChildBounds,
     ChildCommand,
     ChildStderr,
-    Teardown,
     check_child_config,
-    teardown_of,
+    otel_env,
 )
 
 Sandbox = Literal["read-only", "workspace-write", "danger-full-access"]
 """The thread's sandbox: what codex's commands may touch without asking."""
-
-DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
-"""Longest line accepted from the child (16 MiB)."""
-
-DEFAULT_WRITE_TIMEOUT_SECONDS = 10.0
-"""How long one write to a child that does not read its stdin may block before the run ends."""
 
 _OVERRIDE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _SANDBOXES: tuple[Sandbox, ...] = ("read-only", "workspace-write", "danger-full-access")
@@ -65,8 +56,12 @@ def resolve_command() -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CodexConfig:
+class CodexConfig(ChildBounds):
     """How the Codex provider starts and stops each `codex app-server` child.
+
+    The bounds are `ChildBounds`': the startup deadline covers the handshake and the thread's
+    start, the idle deadline counts any frame as a sign of life, and codex exits on EOF within
+    milliseconds.
 
     Raises:
         ValueError: a value is missing, of the wrong type or out of range; the message names
@@ -96,23 +91,10 @@ class CodexConfig:
     """Explicit child environment over the scrubbed parent environment; `None` removes an
     inherited name. `OPENAI_API_KEY`, `CODEX_HOME` and ambient `DSH_*` values reach the child
     only through here."""
-    dispose_eof_grace_seconds: float = 0.5
-    """After stdin EOF, before SIGTERM to the tree (codex exits on EOF within milliseconds)."""
-    dispose_grace_seconds: float = 0.5
-    """After SIGTERM, before SIGKILL to the tree."""
-    dispose_kill_grace_seconds: float = 3.0
-    """After SIGKILL, before reporting the tree not gone."""
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
-    """Longest accepted line from the child; a longer one ends the run as `transport`."""
-    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
-    """Most output text (UTF-8 bytes) a run keeps; the rest is cut behind a fixed marker."""
-    write_timeout_seconds: float = DEFAULT_WRITE_TIMEOUT_SECONDS
-    """Bound on one write to the child; a write blocked longer ends the run as `transport`."""
-    startup_timeout_seconds: float | None = DEFAULT_STARTUP_TIMEOUT_SECONDS
-    """Spawn to publication (handshake and thread start); `None` disables."""
-    idle_timeout_seconds: float | None = DEFAULT_IDLE_TIMEOUT_SECONDS
-    """After publication, the longest time with no frame at all from the child; `None`
-    disables."""
+    otel_passthrough: bool = False
+    """Pass this process's `OTEL_*` variables to the child (`subagent_core.kit.otel_env`); the
+    OTLP header variables stay out unless `env` names them. `False`: a local child inherits
+    none. Codex configures its own exporter in its config (`otel.*`), not from these."""
     remote: Placement | None = None
     """Where each child runs (`None`: this host): a `Placement` such as `SSHRemote` or
     `subagent_ray.RayPlacement`, under its containment guard; `command`, `env` and the workspace
@@ -134,6 +116,8 @@ class CodexConfig:
         model = cast(object, self.model)
         if model is not None and (not isinstance(model, str) or model == ""):
             raise _fail("model", "must be a non-empty string or None")
+        if not isinstance(self.otel_passthrough, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise _fail("otel_passthrough", "must be True or False")
         object.__setattr__(self, "config_overrides", _check_overrides(self.config_overrides))
 
     @property
@@ -144,17 +128,14 @@ class CodexConfig:
         assert self.command is not None
         return [self.command, *self.args, *overrides, "app-server", "--listen", "stdio://"]
 
-    @property
-    def teardown(self) -> Teardown:
-        """The three graces of the ladder as one value."""
-        return teardown_of(self)
-
     def child_command(self, cwd: Path, home: Path | None = None) -> ChildCommand:
         """The child's command for `cwd` (already checked); with `remote`, the managed process
         spawns the local client that runs it there. `home` replaces `CODEX_HOME` (a
         resumable session's own, so its rollout is found again)."""
         argv = self.argv
-        env = self.env if home is None else {**self.env, "CODEX_HOME": str(home)}
+        env = {**otel_env(self.otel_passthrough, remote=self.remote is not None), **self.env}
+        if home is not None:
+            env["CODEX_HOME"] = str(home)
         return ChildCommand(
             command=argv[0], args=tuple(argv[1:]), env=env, cwd=cwd, remote=self.remote
         )

@@ -6,25 +6,12 @@ import logging
 from pathlib import Path
 
 from subagent_core import Capabilities, SessionRequest, SubagentRequest, SubagentRun, Usage
-from subagent_core.kit import (
-    ChildProvider,
-    ChildSession,
-    ChildTurns,
-    SessionSlot,
-    configuration_start_error,
-    session_workspace,
-    start_preamble,
-)
+from subagent_core.kit import ChildProvider, ChildSession, ChildTurns, SessionSlot
 
 from ._config import CodexConfig
 from ._run import CodexChild
 
 _log = logging.getLogger("subagent_codex")
-
-CAPABILITIES = Capabilities(output_schema=True, sessions=True, resume=True)
-"""Codex enforces an output schema itself (`turn/start.outputSchema`) and keeps a thread for
-several turns, resumable from its rollout; depth, tool filter and persona cannot be enforced
-from outside."""
 
 _SHARED_HOME_FILES = ("config.toml", "auth.json")
 """What a session's own `CODEX_HOME` takes from the user's: settings and login (linked, never
@@ -34,15 +21,16 @@ copied), so only the session's rollouts live apart."""
 class CodexProvider(ChildProvider[CodexConfig]):
     """Runs each child as a fresh `codex app-server` process speaking its JSON-RPC protocol.
 
-    The child does not inherit the parent's context: it sees the prompt and its workspace.
+    The child does not inherit the parent's context: it sees the prompt and its workspace. MCP
+    servers are codex's own configuration: a request that asks for some fails its start.
     """
 
-    @property
-    def capabilities(self) -> Capabilities:
-        if self._config.remote is not None:
-            # A session's own CODEX_HOME lives on this host, not where a placement runs codex.
-            return Capabilities(output_schema=True, sessions=True)
-        return CAPABILITIES
+    kind = "Codex"
+    takes_mcp_servers = False
+    offered = Capabilities(output_schema=True, sessions=True, resume=True)
+    """Codex enforces an output schema itself (`turn/start.outputSchema`) and keeps a thread
+    for several turns, resumable from its rollout (in a session's own `CODEX_HOME`, on this
+    host); depth, tool filter and persona cannot be enforced from outside."""
 
     async def start(self, request: SubagentRequest) -> SubagentRun:
         """Spawns the child, runs the handshake and an ephemeral `thread/start`, publishes.
@@ -54,47 +42,22 @@ class CodexProvider(ChildProvider[CodexConfig]):
                 servers requested (codex takes its own from its config), the command could not
                 be spawned, or the handshake failed; the child's whole tree was torn down first.
         """
-        config = self._config
-        cwd = start_preamble("Codex", config.provider_name, request, config.cwd)
-        if request.mcp_servers:
-            raise configuration_start_error("Codex", config.provider_name)
-        session = self.new_session(CodexChild(config, cwd))
-        turn = session.begin_turn(
-            request.prompt,
-            cancel=request.cancel,
-            output_schema=request.output_schema,
-            budget=request.budget,
-        )
-        await session.open(request.cancel)
-        return session.run_of(turn, ends_session=True)
+        session = self.new_session(CodexChild(self._config, self.workspace_for(request)))
+        return await session.one_shot(request)
 
-    async def open_session(self, request: SessionRequest, slot: SessionSlot) -> ChildTurns:
-        """A child whose thread takes several turns; with a state dir, a resumable one.
-
-        Raises:
-            SubagentStartError: as `start`.
-        """
-        return await self._open(request, slot, resume=False)
-
-    async def resume_session(self, request: SessionRequest, slot: SessionSlot) -> ChildTurns:
-        """A fresh child that continues the recorded thread (`thread/resume` in the session's
-        own `CODEX_HOME`).
+    async def open_turns(
+        self, request: SessionRequest, slot: SessionSlot, *, resume: bool
+    ) -> ChildTurns:
+        """A child whose thread takes several turns, with a state dir a resumable one; or a
+        fresh child that continues the recorded thread (`thread/resume` in the session's own
+        `CODEX_HOME`).
 
         Raises:
             SubagentStartError: `resume-miss` when codex no longer holds the thread,
                 `configuration` for another workspace, else as `start`.
         """
-        return await self._open(request, slot, resume=True)
-
-    async def _open(
-        self, request: SessionRequest, slot: SessionSlot, *, resume: bool
-    ) -> ChildTurns:
         config = self._config
-        cwd = session_workspace(
-            "Codex", config.provider_name, request, config.cwd, slot, resume=resume
-        )
-        if request.mcp_servers:
-            raise configuration_start_error("Codex", config.provider_name)
+        cwd = self.session_workspace_for(request, slot, resume=resume)
         home = slot.child_state if config.remote is None else None
         if home is not None:
             _share_home(config.base_home(), home)

@@ -26,6 +26,7 @@ from subagent_core.kit import (
     ChildCommand,
     ChildFailure,
     ChildLink,
+    ChildPipes,
     ChildProtocol,
     Failure,
     PermissionGate,
@@ -83,9 +84,11 @@ class CodexChild(ChildProtocol):
         """The thread's running token totals as last reported (each turn counts its part). A
         resumed thread's totals go on from its earlier turns' (codex restores them)."""
         self.stderr = config.child_stderr
-        self._conn: Connection | None = None
+        self.connection: Connection
+        """The child's connection (set when the handshake begins)."""
+        self.thread_id: str
+        """The thread every turn runs on (set once the handshake started or resumed it)."""
         self._link: ChildLink | None = None
-        self._thread_id: str | None = None
         self._driver: CodexTurn | None = None
         self._reading = False
         self.stale_turns: set[str] = set()
@@ -102,36 +105,18 @@ class CodexChild(ChildProtocol):
         """The most output text a turn keeps."""
         return self._config.max_output_bytes
 
-    @property
-    def connection(self) -> Connection:
-        """The child's connection (exists once the handshake began)."""
-        assert self._conn is not None
-        return self._conn
-
-    @property
-    def thread_id(self) -> str:
-        """The thread every turn runs on (known once the handshake succeeded)."""
-        assert self._thread_id is not None
-        return self._thread_id
-
     # -- the handshake ---------------------------------------------------------------------------
 
     async def handshake(self, link: ChildLink) -> None:
-        proc = link.proc
-        assert proc.stdin is not None
-        assert proc.stdout is not None
         config = self._config
         send, receive = anyio.create_memory_object_stream[ServerRequest](QUEUE_CAPACITY)
         conn = Connection(
-            proc.stdin,
-            proc.stdout,
-            max_frame_bytes=config.max_frame_bytes,
-            write_timeout_seconds=config.write_timeout_seconds,
+            ChildPipes.of(link.proc, config),
             on_notification=self._on_notification,
             on_request=partial(_queue_request, send),
             on_frame=link.touch,
         )
-        self._conn = conn
+        self.connection = conn
         self._link = link
         self._reading = True
         link.start_soon(self._read, conn, send)
@@ -155,11 +140,12 @@ class CodexChild(ChildProtocol):
             )
         else:
             answer = await self._resume(link, self._resume_thread)
-        self._thread_id = _thread_id(answer)
-        if self._thread_id is None:
+        thread_id = _thread_id(answer)
+        if thread_id is None:
             raise ChildFailure(Failure("initialize", "protocol"))
+        self.thread_id = thread_id
         if self._on_thread is not None:
-            self._on_thread(self._thread_id)
+            self._on_thread(thread_id)
 
     async def _resume(self, link: ChildLink, thread: str) -> object:
         """`thread/resume`: a thread the child's home no longer holds is a `resume-miss`."""
@@ -292,11 +278,7 @@ class CodexTurn(TurnDriver):
             self._child.totals = self._transcript.usage
             usage = self.usage
             if usage is not None:
-                event = UsageEvent(
-                    input_tokens=usage.input_tokens,
-                    output_tokens=usage.output_tokens,
-                    cached_input_tokens=usage.cached_input_tokens,
-                )
+                event = UsageEvent.of(usage)
         self._turn.publish(event)
 
     def wake(self) -> None:

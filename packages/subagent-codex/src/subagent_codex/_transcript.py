@@ -112,13 +112,7 @@ class Transcript:
         if usage is None:
             return
         self.usage = usage
-        self._publish(
-            UsageEvent(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cached_input_tokens=usage.cached_input_tokens,
-            )
-        )
+        self._publish(UsageEvent.of(usage))
 
 
 def thread_totals(params: Mapping[str, object]) -> Usage | None:

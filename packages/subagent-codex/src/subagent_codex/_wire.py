@@ -21,7 +21,7 @@ from typing import Final, Literal, cast
 
 import anyio
 import anyio.abc
-from subagent_core.kit import FrameTooLargeError, LineReader
+from subagent_core.kit import ChildPipes, FrameTooLargeError, LineReader
 
 _log = logging.getLogger("subagent_codex")
 
@@ -69,19 +69,16 @@ class Connection:
 
     def __init__(
         self,
-        stdin: anyio.abc.ByteSendStream,
-        stdout: anyio.abc.ByteReceiveStream,
+        pipes: ChildPipes,
         *,
-        max_frame_bytes: int,
-        write_timeout_seconds: float,
         on_notification: Callable[[str, Mapping[str, object]], None],
         on_request: Callable[[RequestId, str, Mapping[str, object]], bool],
         on_frame: Callable[[], None],
     ) -> None:
-        self._stdin = stdin
-        self._stdout = _EndMark(stdout)
-        self._lines = LineReader(self._stdout, max_frame_bytes=max_frame_bytes)
-        self._write_timeout = write_timeout_seconds
+        self._stdin = pipes.stdin
+        self._stdout = _EndMark(pipes.stdout)
+        self._lines = LineReader(self._stdout, max_frame_bytes=pipes.max_frame_bytes)
+        self._write_timeout = pipes.write_timeout_seconds
         self._on_notification = on_notification
         self._on_request = on_request
         self._on_frame = on_frame

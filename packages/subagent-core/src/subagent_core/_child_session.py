@@ -31,7 +31,7 @@ import anyio
 import anyio.abc
 
 from ._cancel import CancelSignal
-from ._child_config import GatedConfigFields, teardown_of
+from ._child_config import ChildConfigFields, teardown_of
 from ._child_protocol import (
     INTERRUPT_SECONDS,
     OUTCOME_WAIT_SECONDS,
@@ -48,7 +48,7 @@ from ._permission import PermissionSetting
 from ._process import ManagedProcess, SpawnError
 from ._teardown import Teardown
 from ._turn import Turn, TurnRun
-from ._types import Budget, Usage
+from ._types import Budget, SubagentRequest, Usage
 
 
 class ChildSession:
@@ -111,7 +111,7 @@ class ChildSession:
     def configured(
         cls,
         protocol: ChildProtocol,
-        config: GatedConfigFields,
+        config: ChildConfigFields,
         *,
         permission_protocol: PermissionProtocol,
         log: logging.Logger,
@@ -119,14 +119,19 @@ class ChildSession:
         extra_dispose_seconds: float = 0.0,
     ) -> ChildSession:
         """The lifecycle of `protocol`'s child with a provider config's name, graces,
-        deadlines and permission setting (the fields `check_child_config` checked)."""
+        deadlines and permission setting (the fields `check_child_config` checked).
+
+        A config without a `permission` field belongs to a wire that carries no permission
+        requests, so its turns' gate, never asked, answers `reject`.
+        """
+        permission: PermissionSetting = getattr(config, "permission", "reject")
         return cls(
             protocol,
             provider=config.provider_name,
             teardown=teardown_of(config),
             startup_timeout_seconds=config.startup_timeout_seconds,
             idle_timeout_seconds=config.idle_timeout_seconds,
-            permission=config.permission,
+            permission=permission,
             permission_protocol=permission_protocol,
             reject_with_option=reject_with_option,
             extra_dispose_seconds=extra_dispose_seconds,
@@ -186,13 +191,32 @@ class ChildSession:
         """The published handle of `turn` (a one-shot run ends the child when disposed)."""
         return TurnRun(self, turn, ends_session=ends_session)
 
+    async def one_shot(
+        self, request: SubagentRequest, *, owner: OwnedTask | None = None
+    ) -> TurnRun:
+        """A one-shot run: `request`'s prompt as the child's one turn, sent once the child is
+        up, published as a run whose dispose ends the child (`owner` as for `open`).
+
+        Raises:
+            SubagentStartError: as `open`.
+        """
+        turn = self.begin_turn(
+            request.prompt,
+            cancel=request.cancel,
+            output_schema=request.output_schema,
+            budget=request.budget,
+        )
+        await self.open(request.cancel, owner=owner)
+        return self.run_of(turn, ends_session=True)
+
     async def open(
         self, cancel: CancelSignal | None = None, *, owner: OwnedTask | None = None
     ) -> None:
         """Starts the owner and waits until the child is ready; `cancel` aborts the start.
 
         `owner` adopts a task that already holds a spawned child and calls `drive()` (a warm
-        pool's); without it the session spawns its child in an owner task of its own.
+        pool's; one that has ended already cannot, and the start fails); without it the session
+        spawns its child in an owner task of its own.
 
         Raises:
             SubagentStartError: the child could not start; its tree was torn down first.
@@ -200,6 +224,8 @@ class ChildSession:
         if cancel is not None:
             self._open_cancel = cancel
         self._owner = owner or OwnedTask.start(self._own, name=f"{self._log.name}.child")
+        if owner is not None and owner.done:
+            self.abandon()
         try:
             await self._ready.wait()
         except BaseException:
@@ -289,16 +315,9 @@ class ChildSession:
     # -- owner side ----------------------------------------------------------------------------
 
     async def _own(self) -> None:
-        teardown = self._teardown
         try:
             async with open_managed_process(
-                self._protocol.command(),
-                stdin="pipe",
-                stdout="pipe",
-                stderr=self._protocol.stderr,
-                eof_grace_seconds=teardown.eof_grace_seconds,
-                term_grace_seconds=teardown.term_grace_seconds,
-                kill_grace_seconds=teardown.kill_grace_seconds,
+                self._protocol.command(), stderr=self._protocol.stderr, teardown=self._teardown
             ) as proc:
                 await self.drive(proc)
         except SpawnError as error:

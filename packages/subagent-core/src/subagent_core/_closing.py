@@ -1,4 +1,5 @@
-"""`async with` for objects whose teardown is `aclose()`."""
+"""`async with` for objects whose teardown is `aclose()`, and `with` for those whose is
+`close()`."""
 
 from __future__ import annotations
 
@@ -27,3 +28,23 @@ class AsyncClosing:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+class Closing:
+    """Mixin: `with obj:` returns `obj` and calls `obj.close()` on the way out (the
+    synchronous twin of `AsyncClosing`)."""
+
+    def close(self) -> None:
+        """Releases what the object holds; subclasses override it."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -20,7 +20,7 @@ from typing import Final, Literal, cast, get_args
 import anyio
 
 from ._diagnostics import safe_tool_kind
-from ._types import Cost
+from ._types import Cost, Usage
 
 ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
@@ -220,6 +220,26 @@ class UsageEvent:
         object.__setattr__(self, "cached_input_tokens", _count(self.cached_input_tokens))
         cost = cast(object, self.cost)
         object.__setattr__(self, "cost", cost if isinstance(cost, Cost) else None)
+
+    @classmethod
+    def of(cls, usage: Usage) -> UsageEvent:
+        """The event that reports `usage` (a provider's running totals, as one value)."""
+        return cls(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cached_input_tokens=usage.cached_input_tokens,
+            cost=usage.cost,
+        )
+
+    @property
+    def usage(self) -> Usage:
+        """The totals this event reports, as a `Usage` (its counts already normalised)."""
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached_input_tokens=self.cached_input_tokens,
+            cost=self.cost,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -28,6 +28,7 @@ from ._process import (
     open_local,
 )
 from ._stderr_log import ChildStderr, StderrDrain
+from ._teardown import Teardown
 
 
 @asynccontextmanager
@@ -42,15 +43,17 @@ async def open_managed_process(
     eof_grace_seconds: float = DEFAULT_EOF_GRACE_SECONDS,
     term_grace_seconds: float = DEFAULT_TERM_GRACE_SECONDS,
     kill_grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS,
+    teardown: Teardown | None = None,
 ) -> AsyncGenerator[ManagedProcess]:
     """Starts a child in its own session and owns it until the whole tree is gone.
 
     `argv` is an argv list or a `ChildCommand` (its env is laid over the scrubbed inherited
     environment and its cwd is used; explicit `env=`/`cwd=` arguments win). A command with a
     `remote` placement is opened by that placement (then its own env and cwd apply where it
-    runs). Leaving the block runs the ladder with the given graces (shielded; a no-op when
-    `terminate` already confirmed the tree gone) and closes the pipes. A cancel that lands
-    while the child is being started still ends its whole tree before it propagates.
+    runs). Leaving the block runs the ladder with the given graces, or `teardown`'s when given
+    (shielded; a no-op when `terminate` already confirmed the tree gone) and closes the pipes.
+    A cancel that lands while the child is being started still ends its whole tree before it
+    propagates.
 
     `stderr` is a mode, a descriptor or file, or a `ChildStderr`: then the block owns the
     child's stderr pipe (`proc.stderr` is not the caller's to read) and drains it into a
@@ -59,6 +62,10 @@ async def open_managed_process(
     Raises:
         SpawnError: missing program, not executable, or bad cwd; raised before anything runs.
     """
+    if teardown is not None:
+        eof_grace_seconds = teardown.eof_grace_seconds
+        term_grace_seconds = teardown.term_grace_seconds
+        kill_grace_seconds = teardown.kill_grace_seconds
     graces = {
         "eof_grace_seconds": eof_grace_seconds,
         "term_grace_seconds": term_grace_seconds,

@@ -25,7 +25,7 @@ import anyio
 from ._cancel import CancelSignal
 from ._child_session import ChildSession
 from ._diagnostics import failure_line
-from ._errors import ChildKind, SubagentStartError
+from ._errors import ChildKind, SubagentError, SubagentStartError
 from ._failure import Failure
 from ._run import SubagentProvider, SubagentRun
 from ._session_store import SessionSlot
@@ -109,17 +109,15 @@ class SessionProvider(SubagentProvider, Protocol):
         ...
 
 
-class ChildTurns(SubagentSession):
-    """A session over the kit's `ChildSession`: turns, usage, budget and record."""
+class SlotSession(SubagentSession):
+    """A session held in a `SessionSlot`: its handle, its usage over every turn (the record's,
+    on a resume), its turn count, and the record written after each turn."""
 
-    def __init__(self, child: ChildSession, slot: SessionSlot, request: SessionRequest) -> None:
+    def __init__(self, slot: SessionSlot) -> None:
         self.handle = slot.handle
-        self._child = child
         self._slot = slot
-        self._request = request
         self._usage = slot.record.usage
         self._turns = slot.record.turns
-        self._closed = False
 
     @property
     def usage(self) -> Usage | None:
@@ -138,6 +136,42 @@ class ChildTurns(SubagentSession):
         """The handle's place (its record and lock)."""
         return self._slot
 
+    def record_turn(self, usage: Usage | None, **changes: object) -> bool:
+        """After a turn: adds its `usage` to the session's totals and writes the record a
+        resume reads (totals, turns, last use, and `changes`). False when the record could not
+        be written: the live session goes on, and a later turn writes it again."""
+        self._usage = add_usage(self._usage, usage)
+        slot = self._slot
+        slot.record = slot.record.with_usage(self._usage)
+        try:
+            slot.update(turns=self._turns, last_used=time.time(), **changes)
+        except OSError:
+            return False
+        return True
+
+
+class ChildTurns(SlotSession):
+    """A session over the kit's `ChildSession`: turns, usage, budget and record.
+
+    `turn_output_schema=False` is for a child whose output schema is fixed when it starts (a
+    command-line option): a session turn cannot ask for one, so it is refused before it is
+    sent.
+    """
+
+    def __init__(
+        self,
+        child: ChildSession,
+        slot: SessionSlot,
+        request: SessionRequest,
+        *,
+        turn_output_schema: bool = True,
+    ) -> None:
+        super().__init__(slot)
+        self._child = child
+        self._request = request
+        self._turn_output_schema = turn_output_schema
+        self._closed = False
+
     async def run(
         self,
         prompt: str,
@@ -145,6 +179,12 @@ class ChildTurns(SubagentSession):
         cancel: CancelSignal | None = None,
         output_schema: dict[str, Any] | None = None,
     ) -> SubagentRun:
+        if output_schema is not None and not self._turn_output_schema:
+            raise SubagentError(
+                "UNSUPPORTED_CAPABILITY",
+                f'subagent provider "{self._child.provider}" takes an output schema in a '
+                "one-shot run only, not in a session turn",
+            )
         budget = self._request.budget
         turn = self._child.begin_turn(
             prompt,
@@ -161,13 +201,7 @@ class ChildTurns(SubagentSession):
 
     def _note(self, result: SubagentResult) -> None:
         """After each turn: the session's totals, and the record a resume reads."""
-        self._usage = add_usage(self._usage, result.usage)
-        slot = self._slot
-        slot.record = slot.record.with_usage(self._usage)
-        try:
-            slot.update(turns=self._turns, last_used=time.time())
-        except OSError:
-            pass  # the live session goes on; a later turn writes the record again
+        self.record_turn(result.usage)
 
     async def aclose(self) -> str | None:
         with anyio.CancelScope(shield=True):

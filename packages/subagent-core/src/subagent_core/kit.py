@@ -8,7 +8,7 @@ home:
 - processes and containment: `open_managed_process`, `ManagedProcess`, `ProcessOutcome`,
   `ChildChannel` and `open_channel_process` (for placements that reach a guard their own way),
   `SpawnError`, `ChildCommand`;
-- tasks and closing: `OwnedTask`, `AsyncClosing`, `ClosableProvider`;
+- tasks and closing: `OwnedTask`, `AsyncClosing` and `Closing`, `ClosableProvider`;
 - safe text: `failure_line`, `permission_line`, `bound_diagnostic`, `safe_tool_kind`,
   `compose_start_error`, `aborted_before_start_text`, `BoundedText`;
 - events: `EventBuffer` and the normalisers that force child values into closed sets;
@@ -17,7 +17,13 @@ home:
 - checked values: `safe_cost`, `parse_structured_output`;
 - the lifecycle: `ChildSession` (one child's life in one owner task, for one turn or many),
   the hooks a provider writes (`ChildProtocol`, `TurnDriver`), what they see and report
-  (`ChildLink`, `Turn`, `ChildFailure`), the published handle (`TurnRun`);
+  (`ChildLink`, `Turn`, `ChildFailure`), the published handle (`TurnRun`), the child's pipes
+  with the bounds its wire keeps (`ChildPipes`);
+- the registry face: `ChildProvider` (name, the capabilities it offers, the workspace checks,
+  one session hook `open_turns`), `WarmProvider` over a `WarmPool` of `WarmChild`ren, sessions
+  as `ChildTurns` over a `SlotSession`;
+- configs: `ChildBounds` (the bounds every child config declares), `check_child_config` (the
+  shared fields checked once), `ChildSession.configured`;
 - failure facts: `Failure`, `result_diagnostic`, `teardown_line`, `Teardown` (the ladder's
   graces as one value);
 - before a spawn: `start_preamble`, `configuration_start_error`, `choose_workspace`,

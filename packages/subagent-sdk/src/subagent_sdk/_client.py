@@ -19,6 +19,7 @@ from typing import Self
 import anyio
 from subagent_core.kit import (
     DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_WRITE_TIMEOUT_SECONDS,
     ChildCommand,
     IdleDeadline,
     OwnedTask,
@@ -27,7 +28,7 @@ from subagent_core.kit import (
     open_managed_process,
 )
 
-from ._connection import DEFAULT_WRITE_TIMEOUT_SECONDS, SDKConnection
+from ._connection import SDKConnection
 from ._errors import TransportClosedError
 
 _log = logging.getLogger("subagent_sdk")

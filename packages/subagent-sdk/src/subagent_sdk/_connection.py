@@ -30,6 +30,7 @@ import anyio.abc
 import anyio.lowlevel
 from subagent_core.kit import (
     DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_WRITE_TIMEOUT_SECONDS,
     FrameTooLargeError,
     LineReader,
     ManagedProcess,
@@ -67,9 +68,6 @@ _log = logging.getLogger("subagent_sdk")
 
 OUTCOME_WAIT_SECONDS: Final = 1.0
 """How long a closed connection waits for the runtime's exit facts before classifying."""
-
-DEFAULT_WRITE_TIMEOUT_SECONDS: Final = 10.0
-"""A write blocked this long means the runtime stopped reading its stdin: the connection ends."""
 
 MAX_QUEUED_ANSWERS: Final = 8
 """Refusals of runtime→client requests waiting to be written; a request beyond is dropped."""

@@ -1,20 +1,15 @@
-"""Pre-spawned fresh runtimes: spawned and past `initialize`, each handed to exactly one run.
+"""Warm SDK runtimes: spawned and past `initialize`, each handed to exactly one run.
 
-A run on a warm runtime skips the interpreter start and the handshake, and the isolation of "a
-fresh process per run" stays: a runtime is never given a second run. Everything fixed at spawn
-(argv, env, cwd, and the `initialize` cwd/provider/model/maxTokens) is the same for every
-runtime of one provider except the cwd when the config leaves it to the request, so the pool
-warms for one cwd at a time: the config's, else the last requested one. A request for another
-cwd gets a cold start and moves the pool to that cwd.
+The pool itself is the kit's `WarmPool` (one cwd at a time, refilled as runtimes are taken or
+end, a failed start waits for the next request); this module is one warm runtime. Everything
+fixed at spawn (argv, env, cwd, and the `initialize` cwd/provider/model/maxTokens) is the same
+for every runtime of a provider except the cwd the pool warms for.
 
 Each warm runtime is its own `OwnedTask`, which owns the managed process from spawn to the end
 of its ladder: idle, it waits to be claimed or retired; claimed, it drives the run's
 `ChildSession` (`open(owner=task)` → `drive(proc)`, the kit's adopt path), so the run's
-deadlines and teardown are the kit's as for a cold start. The pool never holds more than
-`size` runtimes (starting, idle or retiring) besides the ones its runs own. A runtime that
-died, or that fails the liveness probe when taken, is never handed out; a runtime whose start
-or `initialize` failed is a host-log fact, and the pool then waits for the next take instead of
-retrying in a loop.
+deadlines and teardown are the kit's as for a cold start. A runtime that died, or that fails
+the liveness probe when taken, is never handed out.
 """
 
 from __future__ import annotations
@@ -24,12 +19,12 @@ from pathlib import Path
 from typing import Final
 
 import anyio
-from subagent_core import CancelSignal
 from subagent_core.kit import (
     ChildSession,
     ManagedProcess,
     OwnedTask,
     SpawnError,
+    WarmPool,
     open_managed_process,
 )
 
@@ -51,12 +46,13 @@ PROBE_SECONDS: Final = 1.0
 class WarmRuntime:
     """One pre-spawned runtime; `hand_over()` gives it, past `initialize`, to one run."""
 
-    def __init__(self, pool: WarmPool, cwd: Path) -> None:
+    def __init__(self, pool: WarmPool[WarmRuntime], config: SDKConfig, cwd: Path) -> None:
         self.cwd = cwd
         self._pool = pool
+        self._config = config
         self.connection: SDKConnection | None = None
         """Set once the runtime is past `initialize`."""
-        self._taken = False
+        self._claimed = False
         self._retired = False
         self._session: ChildSession | None = None
         self._wake = anyio.Event()
@@ -70,15 +66,15 @@ class WarmRuntime:
         return (
             conn is not None
             and not conn.closed
-            and not self._taken
+            and not self._claimed
             and not self._retired
             and not self.task.done
         )
 
     @property
-    def taken(self) -> bool:
+    def claimed(self) -> bool:
         """A request holds it (probing it, or its run drives it)."""
-        return self._taken
+        return self._claimed
 
     async def probe(self) -> bool:
         """Takes the runtime for a request and asks it to prove it is alive (within 1 s).
@@ -88,7 +84,7 @@ class WarmRuntime:
         """
         conn = self.connection
         assert conn is not None
-        self._taken = True
+        self._claimed = True
         try:
             await conn.request(PROBE_METHOD, timeout_seconds=PROBE_SECONDS)
         except JSONRPCError:
@@ -103,22 +99,17 @@ class WarmRuntime:
             raise
         return True
 
-    async def hand_over(self, session: ChildSession, cancel: CancelSignal) -> None:
-        """Gives the runtime to `session` and waits until its run is ready.
-
-        Raises:
-            SubagentStartError: as `ChildSession.open` (the runtime was lost in between).
-        """
+    def hand_over(self, session: ChildSession) -> OwnedTask:
+        """Gives the runtime to `session`: returns the task that drives it from now on (open
+        the session with it as `owner`; a runtime lost in between fails that start)."""
         self._session = session
         self._wake.set()
-        if self.task.done:
-            session.abandon()
         self._pool.refill()
-        await session.open(cancel, owner=self.task)
+        return self.task
 
     def retire(self) -> None:
         """Ends a runtime no run has (its goodbye and ladder run in its task)."""
-        self._taken = False
+        self._claimed = False
         self._retired = True
         self._wake.set()
         if self._initializing is not None:
@@ -131,19 +122,11 @@ class WarmRuntime:
             await self.task.wait()
 
     async def _own(self) -> None:
-        pool = self._pool
-        config = pool.config
-        teardown = config.teardown
+        pool, config = self._pool, self._config
         driven = False
         try:
             async with open_managed_process(
-                runtime_command(config, self.cwd),
-                stdin="pipe",
-                stdout="pipe",
-                stderr="pipe",
-                eof_grace_seconds=teardown.eof_grace_seconds,
-                term_grace_seconds=teardown.term_grace_seconds,
-                kill_grace_seconds=teardown.kill_grace_seconds,
+                runtime_command(config, self.cwd), stderr="pipe", teardown=config.teardown
             ) as proc:
                 conn = connect(config, proc)
                 async with anyio.create_task_group() as services:
@@ -174,7 +157,7 @@ class WarmRuntime:
 
     async def _initialize(self, conn: SDKConnection) -> bool:
         """True once past `initialize`; False when it failed, or the runtime was retired."""
-        config = self._pool.config
+        config = self._config
         with anyio.CancelScope() as scope:
             self._initializing = scope
             if self._retired:
@@ -201,7 +184,7 @@ class WarmRuntime:
 
     async def _goodbye(self, conn: SDKConnection, proc: ManagedProcess) -> None:
         """`shutdown` with EOF behind it, then the ladder (the EOF grace counted from EOF)."""
-        config = self._pool.config
+        config = self._config
         teardown = config.teardown
         with anyio.CancelScope(shield=True):
             sent = anyio.current_time()
@@ -212,105 +195,3 @@ class WarmRuntime:
             )
             if error is not None:
                 _log.debug("SDK shutdown request failed (runtime gone: %s): %r", gone, error)
-
-
-class WarmPool:
-    """Up to `size` warm runtimes for one cwd, refilled as they are taken or end."""
-
-    def __init__(self, config: SDKConfig, size: int) -> None:
-        self.config = config
-        self._size = size
-        self._fixed_cwd = None if config.cwd is None else Path(config.cwd)
-        self._cwd = self._fixed_cwd
-        self._runtimes: list[WarmRuntime] = []
-        self.failed = False
-        """Set when a warm runtime failed to start; cleared by the next request."""
-        self._closed = False
-        self._changed = anyio.Event()
-
-    @property
-    def population(self) -> int:
-        """Runtimes the pool holds now: starting, idle or retiring (not the taken ones)."""
-        return sum(not runtime.taken for runtime in self._runtimes)
-
-    async def take(self, cwd: Path) -> WarmRuntime | None:
-        """A live warm runtime for `cwd`, or `None` (the caller starts one cold).
-
-        Every call also points the pool at `cwd` and refills it.
-
-        Raises:
-            anyio.get_cancelled_exc_class(): cancelled while probing (that runtime is gone).
-        """
-        if self._closed:
-            return None
-        self._point_at(cwd)
-        try:
-            while True:
-                found = next((r for r in self._runtimes if r.idle and r.cwd == cwd), None)
-                if found is None:
-                    return None
-                if await found.probe():
-                    return found
-        finally:
-            self.refill()
-
-    def _point_at(self, cwd: Path) -> None:
-        """Moves an unfixed pool to `cwd` (retiring runtimes for another) and re-arms it."""
-        if self._fixed_cwd is None and cwd != self._cwd:
-            self._cwd = cwd
-            for runtime in self._runtimes:
-                if not runtime.taken:
-                    runtime.retire()
-        self.failed = False
-
-    async def warm_up(self, cwd: Path) -> None:
-        """Fills the pool for `cwd`; returns once it is full, a start failed, or it closed."""
-        if self._closed:
-            return
-        self._point_at(cwd)
-        self.refill()
-        while not (self._closed or (not self._settling() and (self.failed or self._full()))):
-            await self._changed.wait()
-
-    def _settling(self) -> bool:
-        """True while a runtime no request holds is still starting or retiring."""
-        return any(not r.taken and not r.idle for r in self._runtimes)
-
-    def _full(self) -> bool:
-        return sum(r.idle for r in self._runtimes) >= self._size
-
-    def changed(self) -> None:
-        """Wakes `warm_up` waiters (a runtime became ready or ended)."""
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
-
-    def ended(self, runtime: WarmRuntime) -> None:
-        """A runtime's task is ending: forget it and refill its place."""
-        if runtime in self._runtimes:
-            self._runtimes.remove(runtime)
-        self.refill()
-        self.changed()
-
-    def halt(self) -> None:
-        """Stops refilling for good (the loop the pool lives on is ending)."""
-        self._closed = True
-
-    def refill(self) -> None:
-        """Starts runtimes until the pool holds `size` (not while closed or after a failure)."""
-        cwd = self._cwd
-        if self._closed or self.failed or cwd is None:
-            return
-        while self.population < self._size:
-            self._runtimes.append(WarmRuntime(self, cwd))
-
-    async def aclose(self) -> None:
-        """Stops refilling and ends every runtime no run holds (shielded; waits for their
-        ladders)."""
-        with anyio.CancelScope(shield=True):
-            self._closed = True
-            pending = [runtime for runtime in self._runtimes if not runtime.taken]
-            for runtime in pending:
-                runtime.retire()
-            for runtime in pending:
-                await runtime.task.wait()
-            self.changed()

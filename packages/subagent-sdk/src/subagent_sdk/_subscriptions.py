@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
-from types import TracebackType
 from typing import Final, Self
 
 import anyio
+from subagent_core.kit import Closing
 
 from ._errors import TransportClosedError
 from ._framing import Notification
@@ -81,7 +81,7 @@ class SessionTree:
         return False
 
 
-class Subscription:
+class Subscription(Closing):
     """A queue of notifications chosen by a session scope and/or a filter.
 
     `receive()` returns queued items first, then raises: the filter's own exception if it ever
@@ -188,17 +188,6 @@ class Subscription:
             self._unsubscribed = True
             self._on_close(self)
             self._wake.set()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __aiter__(self) -> Self:
         return self

@@ -240,6 +240,7 @@ class FakeChild:
 
     def _on_prompt(self, request_id: object, params: Message) -> None:
         self._turns += 1
+        self._note_traceparent(params)
         self._book.prompt(prompt_text(params))
         self._script = turn_script(self._base, self._turns, self._book.prompts)
         self._prompt_id = request_id
@@ -248,6 +249,14 @@ class FakeChild:
             return
         self._flow = self._prompt_flow()
         self._advance(None)
+
+    def _note_traceparent(self, params: Message) -> None:
+        """`traceparent_file`: appends the prompt's `_meta.traceparent` (`-` without one)."""
+        path = self._base.get("traceparent_file")
+        if isinstance(path, str):
+            value = as_dict(params.get("_meta")).get("traceparent")
+            with Path(path).open("a", encoding="utf-8") as file:
+                file.write(f"{value if isinstance(value, str) else '-'}\n")
 
     def _on_cancel(self) -> None:
         self._marker("cancel")

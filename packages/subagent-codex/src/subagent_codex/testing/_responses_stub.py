@@ -13,6 +13,9 @@ Steps are plain JSON objects so the harness demo and the tests share one vocabul
   call; `escalate` asks to run it outside the sandbox (`sandbox_permissions:
   "require_escalated"`), which is what makes codex ask for approval;
 - `{"status": 401, "body": "…"}`: a plain HTTP error (the body is what codex quotes back);
+- `{"call": "delegate", "namespace": "mcp__harness", "arguments": {…}}`: a `function_call` of
+  any tool the request offers; `namespace` names the tool group it belongs to (codex offers an
+  MCP server's tools as the namespace `mcp__<server>`), left out for a top-level tool;
 - `{"stall": true, "text": "partial"}`: starts the stream, sends `text` as a delta, then holds
   the connection open until the stub closes (a model that stopped talking);
 - `{"failed": "context_length_exceeded"}`: a `response.failed` event with that error code.
@@ -177,6 +180,22 @@ def _events(step: Mapping[str, Any], stub: ResponsesStub) -> Iterator[dict[str, 
     if isinstance(failed, str):
         error = {"code": failed, "message": "the stub failed this response"}
         yield {"type": "response.failed", "response": {"id": response_id, "error": error}}
+        return
+    tool = step.get("call")
+    if isinstance(tool, str):
+        call: dict[str, Any] = {
+            "type": "function_call",
+            "id": f"fc_{len(stub.requests)}",
+            "call_id": f"call_{len(stub.requests)}",
+            "name": tool,
+            "arguments": json.dumps(step.get("arguments") or {}),
+        }
+        namespace = step.get("namespace")
+        if isinstance(namespace, str):
+            call["namespace"] = namespace
+        yield {"type": "response.output_item.added", "output_index": 0, "item": call}
+        yield {"type": "response.output_item.done", "output_index": 0, "item": call}
+        yield {"type": "response.completed", "response": {"id": response_id, "usage": _usage(step)}}
         return
     command = step.get("exec")
     if isinstance(command, str):

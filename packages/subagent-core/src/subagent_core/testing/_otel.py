@@ -1,9 +1,10 @@
 """Test support for traced runs: the spans this process finished, and an OTLP/HTTP receiver.
 
-`recorded_spans()` gives every test of a process one in-memory exporter on one SDK tracer
-provider (OpenTelemetry lets a process set its provider once). `OTLPReceiver` is a real
-OTLP/HTTP endpoint on 127.0.0.1 that decodes what a child's own exporter sends (protobuf, with
-`opentelemetry-proto`), so a test can see a child's spans and where they hang in the trace.
+`recorded_spans()` traces the runs started in its block into one in-memory exporter, on the
+one SDK tracer provider a process may set (OpenTelemetry allows it once), switched off outside
+such blocks. `OTLPReceiver` is a real OTLP/HTTP endpoint on 127.0.0.1 that decodes what a
+child's own exporter sends (protobuf, with `opentelemetry-proto`), so a test can see a child's
+spans and where they hang in the trace.
 
 Both need the OpenTelemetry SDK and protos (development dependencies), imported on first use.
 """
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 import gzip
 import threading
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -21,30 +23,59 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-_exporter: InMemorySpanExporter | None = None
+_recorder: _Recorder | None = None
 
 
-def recorded_spans() -> InMemorySpanExporter:
-    """The process's in-memory span exporter, cleared: it holds what the test finishes next.
+class _Recorder:
+    """The process's SDK tracer provider, switched on only inside `recorded_spans` blocks."""
 
-    The first call installs an SDK tracer provider (or joins the one already installed).
-    """
-    global _exporter
-    from opentelemetry import trace
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    def __init__(self) -> None:
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    if _exporter is None:
-        exporter = InMemorySpanExporter()
+        recorder = self
+        self.depth = 0
+        self.exporter = InMemorySpanExporter()
+
+        class SwitchedProvider(TracerProvider):
+            """Real tracers inside a block; elsewhere no-op ones (no span, no context)."""
+
+            def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+                if recorder.depth == 0:
+                    return trace.NoOpTracer()
+                return super().get_tracer(*args, **kwargs)
+
         provider = trace.get_tracer_provider()
-        if not isinstance(provider, TracerProvider):
-            provider = TracerProvider()
-            trace.set_tracer_provider(provider)
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-        _exporter = exporter
-    _exporter.clear()
-    return _exporter
+        if isinstance(provider, TracerProvider):
+            # Someone installed one first (OpenTelemetry allows it once): record its spans.
+            provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        else:
+            switched = SwitchedProvider()
+            switched.add_span_processor(SimpleSpanProcessor(self.exporter))
+            trace.set_tracer_provider(switched)
+
+
+@contextmanager
+def recorded_spans() -> Generator[InMemorySpanExporter]:
+    """Traces what starts in the block; yields the in-memory exporter (cleared on entry) that
+    holds every span finished from then on.
+
+    Outside such a block the process's provider hands out no-op tracers, so a test that did
+    not ask for tracing runs untraced (no span, no trace context sent to a child) whatever ran
+    before it. Needs `opentelemetry-sdk`.
+    """
+    global _recorder
+    if _recorder is None:
+        _recorder = _Recorder()
+    recorder = _recorder
+    recorder.exporter.clear()
+    recorder.depth += 1
+    try:
+        yield recorder.exporter
+    finally:
+        recorder.depth -= 1
 
 
 def trace_ids(traceparent: str | None) -> tuple[str, str] | None:
