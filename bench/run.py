@@ -35,6 +35,7 @@ import case_events
 import case_fanout
 import case_fanout_isolation
 import case_harness
+import case_mcp
 import case_model
 import case_prewarm
 import case_process
@@ -69,6 +70,7 @@ CASES: dict[str, Case] = {
     "codex": case_codex.codex,
     "sessions": case_sessions.sessions,
     "tracing": case_tracing.tracing,
+    "mcp": case_mcp.mcp,
     # Last: it starts a Ray cluster and makes this process its driver (skipped without ray).
     "ray": case_ray.ray,
 }
@@ -155,7 +157,7 @@ def _markdown(
     return "\n".join(lines).rstrip() + "\n"
 
 
-README = BENCH.parent / "README.md"
+README = BENCH / "README.md"
 START = "<!-- bench:start -->"
 END = "<!-- bench:end -->"
 
@@ -166,7 +168,7 @@ def _readme_section(sections: list[Section], started: datetime.datetime) -> str:
         "## Benchmarks",
         "",
         "`uvx nox -s bench` runs `bench/` (never part of the test suite) and writes "
-        "[`bench/results.md`](bench/results.md): the machine, medians with min–max, and every "
+        "[`results.md`](results.md): the machine, medians with min–max, and every "
         "ratio computed pair by pair in the same run. Targets against the measured ratios "
         f"from the last full run ({started:%Y-%m-%d %H:%M} UTC, a shared 2-core machine; "
         "see the results file for the load average and the profiled cause of each miss):",
