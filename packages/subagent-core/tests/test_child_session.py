@@ -8,7 +8,7 @@ and the leak guard checks that nothing is left.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import anyio
@@ -522,24 +522,18 @@ async def test_no_byte_of_a_child_session_id_reaches_a_diagnostic(
 # -- spans ---------------------------------------------------------------------------------------
 
 from opentelemetry import trace as otel_trace  # noqa: E402
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
     InMemorySpanExporter,
 )
-
-_EXPORTER = InMemorySpanExporter()
+from subagent_core.testing import recorded_spans  # noqa: E402
 
 
 @pytest.fixture
-def spans() -> InMemorySpanExporter:
-    """Every finished span of the test (one provider for the process, cleared per test)."""
-    if not isinstance(otel_trace.get_tracer_provider(), TracerProvider):
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-        otel_trace.set_tracer_provider(provider)
-    _EXPORTER.clear()
-    return _EXPORTER
+def spans() -> Iterator[InMemorySpanExporter]:
+    """Every span the test finishes (the process's one provider, traced for this test only)."""
+    with recorded_spans() as exporter:
+        yield exporter
 
 
 def _texts(span: ReadableSpan) -> list[str]:
