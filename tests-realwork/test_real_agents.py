@@ -40,7 +40,7 @@ SECRET = "sk-realwork-SECRET-4f1c9e"
 AUTHENTICATION = {"claude-acp", "gemini", "claude", "codex"}
 """Agents whose 401 reaches us as a closed fact (ACP -32000, JSON-RPC code 401, the native
 CLIs' own error facts); the others answer -32603 only (`category: transport`), as the harness
-README's preset table says."""
+AGENTS.md's preset table says."""
 
 
 async def _delegate(agent: Any, *args: str) -> tuple[list[dict[str, Any]], str, float]:

@@ -142,9 +142,9 @@ def test_unknown_knob_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_every_documented_knob_is_known() -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
+    reference = (Path(__file__).parents[1] / "AGENTS.md").read_text("utf-8")
     for knob in KNOBS:
-        assert f"`{knob}`" in readme, knob
+        assert f"`{knob}`" in reference, knob
 
 
 def test_runs_as_a_module() -> None:

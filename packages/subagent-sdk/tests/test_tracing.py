@@ -1,5 +1,5 @@
 """`otel_passthrough`: which of this process's `OTEL_*` settings the runtime's own exporter
-gets. (The SDK wire has no field for trace context, so none is sent: see the README.)"""
+gets. (The SDK wire has no field for trace context, so none is sent: see AGENTS.md.)"""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ agent (built by the provider's factory, for the turn's own output schema) on the
 previous turn left, in an `OwnedTask` of its own, and keeps the history it returns, so turn 2's
 model request carries turn 1's messages. Turns are the kit's `Turn` (settle once, events, the
 budget counted on each usage report) published as the kit's `TurnRun` (`result()`,
-`events()`, `dispose()`), as a `ChildSession`'s are; the package README says why there is no
+`events()`, `dispose()`), as a `ChildSession`'s are; the package AGENTS.md says why there is no
 `ChildSession` here.
 
 A resumable session (a state dir) writes the history after each turn into the handle's child

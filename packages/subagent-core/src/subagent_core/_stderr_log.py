@@ -170,7 +170,8 @@ class StderrLog:
         self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         path = self._dir / f"{stamp}-{secrets.token_hex(4)}.log"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        cloexec: int = getattr(os, "O_CLOEXEC", 0)  # POSIX; Windows handles are not inherited
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | cloexec, 0o600)
         self._path = path
         return os.fdopen(fd, "wb")
 

@@ -6,7 +6,7 @@
 A request is answered by the first rule whose `match` occurs in the text of the conversation's
 first user message (so concurrent conversations keep their own script). Each rule's replies
 are consumed in order, one per request (`times` repeats a reply); the last reply repeats once
-the list is exhausted. See the package README for every reply field.
+the list is exhausted. See the package AGENTS.md for every reply field.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class ScriptedToolCall:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reply:
-    """One scripted response (see the README for the field meanings)."""
+    """One scripted response (see the package AGENTS.md for the field meanings)."""
 
     text: str = ""
     chunks: int = 1

@@ -418,6 +418,8 @@ class _Runtime:
 def _start_sleepers(script: FakeScript) -> None:
     """`grandchild_holds_stdout` (in our group, holding stdout) and `setsid_escapee` (in a
     session of its own): grandchildren that never exit by themselves."""
+    if sys.platform == "win32":
+        return  # the fake's misbehaving grandchildren are POSIX ones
     argv = [sys.executable, "-c", "import threading; threading.Event().wait()"]
     no_stdin = (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)
     if script.grandchild_holds_stdout:

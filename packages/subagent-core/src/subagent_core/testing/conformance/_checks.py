@@ -169,6 +169,8 @@ async def result_and_events(run: SubagentRun) -> tuple[SubagentResult, list[Suba
 
 def outside_groups(groups: list[int]) -> list[int]:
     """Live descendants in none of `groups`, containment infrastructure aside (escapees)."""
+    if sys.platform == "win32":
+        return []  # no process groups: a job object holds the tree
     guard = _guard_script()
     found: list[int] = []
     for proc in live_descendants():

@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import os
 import signal
+import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -117,7 +118,7 @@ def expect(result: SubagentResult, expected: Facts, what: str) -> None:
 async def killed(pid: int) -> None:
     """SIGKILLs `pid` and waits (bounded) until it has been reaped: the kill is over before
     the next turn begins, as between two turns."""
-    os.kill(pid, signal.SIGKILL)
+    os.kill(pid, signal.SIGKILL if sys.platform != "win32" else signal.SIGTERM)
     with anyio.move_on_after(SETTLE_SECONDS):
         await poll_until(lambda: not psutil.pid_exists(pid))
 
