@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from _context import BenchError, Context, live_descendants
-from _report import Section
+from _report import Section, Target
 from _timing import Sample, Subject, paired, ratios
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_claude import ClaudeConfig, ClaudeProvider
@@ -135,4 +135,13 @@ async def native_vs_acp(ctx: Context) -> list[Section]:
     section.add("native: dispose()", native_dispose, "s")
     section.add("ACP (claude-agent-acp): dispose()", acp_dispose, "s")
     section.add("dispose(), ACP / native", ratios(acp_dispose, native_dispose), "×")
+    section.add(
+        "start → result, native / ACP",
+        ratios(samples["native"], samples["acp"]),
+        "×",
+        Target("<=", 0.8),
+    )
+    section.add(
+        "dispose(), native / ACP", ratios(native_dispose, acp_dispose), "×", Target("<=", 0.2)
+    )
     return [section]

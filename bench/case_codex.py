@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from _context import BenchError, Context, live_descendants
-from _report import Section
+from _report import Section, Target
 from _timing import Sample, Subject, paired, ratios
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_codex import CodexConfig, CodexProvider
@@ -124,4 +124,16 @@ async def codex(ctx: Context) -> list[Section]:
     )
     section.add("codex-acp: dispose()", dispose["codex-acp"], "s")
     section.add("native: dispose()", dispose["codex"], "s")
+    section.add(
+        "start to result, native / codex-acp",
+        ratios(samples["codex"], samples["codex-acp"]),
+        "×",
+        Target("<=", 1.0),
+    )
+    section.add(
+        "dispose(), native / codex-acp",
+        ratios(dispose["codex"], dispose["codex-acp"]),
+        "×",
+        Target("<=", 0.2),
+    )
     return [section]
