@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import anyio
-from model_agent import ProcessExecuteTool, RequestContext
+from model_agent.tools import ProcessExecuteTool, RequestContext
 from subagent_core import CancelSignal
 
 

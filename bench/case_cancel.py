@@ -16,7 +16,7 @@ import anyio
 from _context import PYTHON, BenchError, Context, live_descendants, wait_for_file
 from _report import Section, Target
 from _timing import Sample, Subject, paired
-from model_agent import ProcessExecuteTool, RequestContext
+from model_agent.tools import ProcessExecuteTool, RequestContext
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_core import CancelSignal, SubagentProvider, SubagentRequest
 from subagent_sdk import SDKConfig, SDKProvider

@@ -18,7 +18,7 @@ import time
 from _context import BENCH, PYTHON, BenchError, Context
 from _report import Section, Target
 from _timing import Sample, Subject, paired, ratios
-from model_agent import ProcessExecuteTool, RequestContext
+from model_agent.tools import ProcessExecuteTool, RequestContext
 from subagent_core import CancelSignal, child_env
 from subagent_core.kit import open_managed_process
 from subagent_core.testing import guarded_round_trip

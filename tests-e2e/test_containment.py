@@ -20,7 +20,7 @@ import anyio
 import psutil
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
-from model_agent import ProcessExecuteTool, RequestContext
+from model_agent.tools import ProcessExecuteTool, RequestContext
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_core import CancelSignal, SubagentRegistry, SubagentRequest, SubagentResult
 from subagent_core.testing import live_descendants, poll_until

@@ -17,13 +17,12 @@ from model_agent import (
     AgentEvent,
     ChildStarted,
     ModelEndpoint,
-    RequestContext,
     TextDelta,
     ToolEnded,
-    ToolOutcome,
     ToolStarted,
 )
 from model_agent.testing import open_scripted_model_server
+from model_agent.tools import RequestContext, ToolOutcome
 from subagent_core import CancelSignal, Usage
 
 

@@ -7,10 +7,11 @@ from typing import Any
 
 import anyio
 import pytest
-from model_agent import Agent, AgentConfig, ModelEndpoint, RequestContext
+from model_agent import Agent, AgentConfig, ModelEndpoint
 from model_agent._round import ToolCall
 from model_agent._toolset import Toolset
 from model_agent.testing import open_scripted_model_server
+from model_agent.tools import RequestContext
 from subagent_core import CancelSignal
 
 READ = ("read_file", "list_directory", "search_text")

@@ -24,7 +24,6 @@ from model_agent import (
     MCPHTTPServer,
     MCPServer,
     MCPStdioServer,
-    Mode,
     ModelEndpoint,
     ToolEnded,
     ToolStarted,
@@ -35,6 +34,7 @@ from model_agent.testing import (
     mcp_test_server_command,
     open_scripted_model_server,
 )
+from model_agent.tools import Mode
 from subagent_core import CancelSignal
 from subagent_core.kit import LineReader, open_managed_process
 

@@ -9,9 +9,11 @@ from typing import Any, cast
 
 import pytest
 from mcp import ClientSession, types
-from model_agent import MCPStdioServer, Mode, RequestContext, Space, ToolOutcome
+from model_agent import MCPStdioServer
 from model_agent._mcp_client import MCPConnection, MCPToolSpec, list_tools, render_result
 from model_agent._mcp_tools import MCPTool, offered_mcp_tools
+from model_agent._tool import Space
+from model_agent.tools import Mode, RequestContext, ToolOutcome
 from subagent_core import CancelSignal
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from model_agent import RequestContext
 from model_agent._workspace_tools import (
     EditFileTool,
     ListDirectoryTool,
@@ -16,6 +15,7 @@ from model_agent._workspace_tools import (
     SearchTextTool,
     WriteFileTool,
 )
+from model_agent.tools import RequestContext
 from subagent_core import CancelSignal
 
 

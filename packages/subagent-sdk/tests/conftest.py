@@ -10,7 +10,8 @@ import anyio
 import psutil
 import pytest
 from subagent_core.testing.pytest_plugin import TEST_GRACES, process_test_fixtures
-from subagent_sdk import SDKClient, SDKConfig, SDKProvider
+from subagent_sdk import SDKConfig, SDKProvider
+from subagent_sdk.client import SDKClient
 from subagent_sdk.testing import FakeScript, fake_runtime_argv
 
 anyio_backend, process_leak_guard = process_test_fixtures()

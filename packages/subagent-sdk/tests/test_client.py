@@ -9,7 +9,7 @@ from collections.abc import Callable
 import anyio
 import pytest
 from subagent_core.kit import SpawnError
-from subagent_sdk import (
+from subagent_sdk.client import (
     JSONRPCError,
     Notification,
     RequestTimeoutError,

@@ -20,12 +20,9 @@ from subagent_core import (
     ToolCallEvent,
 )
 from subagent_core.testing import poll_until
-from subagent_sdk import (
-    Notification,
-    RunTranscript,
-    SDKProvider,
-    turn_end_result,
-)
+from subagent_sdk import SDKProvider
+from subagent_sdk._facts import turn_end_result
+from subagent_sdk.client import Notification, RunTranscript
 from subagent_sdk.testing import FakeScript
 
 Provider = Callable[..., SDKProvider]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from subagent_sdk import JSONRPCError, SDKClient
+from subagent_sdk.client import JSONRPCError, SDKClient
 from subagent_sdk.testing import FakeScript, fake_runtime_argv, main
 from subagent_sdk.wire import MAX_TOKENS_MESSAGE
 

@@ -14,7 +14,8 @@ from typing import Any
 import anyio
 import pytest
 from subagent_core import SubagentRequest, SubagentResult
-from subagent_sdk import SDKClient, SDKProvider, TransportClosedError
+from subagent_sdk import SDKProvider
+from subagent_sdk.client import SDKClient, TransportClosedError
 from subagent_sdk.testing import FakeScript
 
 Hostile = Callable[..., SDKProvider]

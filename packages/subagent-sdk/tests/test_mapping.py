@@ -6,15 +6,14 @@ import re
 
 from hypothesis import given
 from hypothesis import strategies as st
-from subagent_sdk import (
+from subagent_sdk._facts import error_category, turn_end_result
+from subagent_sdk.client import (
     JSONRPCError,
     RequestTimeoutError,
     SDKError,
     SDKProtocolError,
     TransportClosedError,
     TurnEnd,
-    error_category,
-    turn_end_result,
 )
 
 _LINE = re.compile(

@@ -19,7 +19,8 @@ from subagent_core import (
     SubagentStartError,
 )
 from subagent_core.testing import poll_until
-from subagent_sdk import InitializeResult, RunTranscript, SDKConfig, SDKProvider
+from subagent_sdk import SDKConfig, SDKProvider
+from subagent_sdk.client import InitializeResult, RunTranscript
 from subagent_sdk.testing import FakeScript
 
 CHILDREN = Path(__file__).parent / "children"

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from subagent_sdk import SDKClient, SDKProtocolError, TurnEnd
+from subagent_sdk.client import SDKClient, SDKProtocolError, TurnEnd
 from subagent_sdk.wire import (
     MAX_TOKENS_MESSAGE,
     InitializeParams,

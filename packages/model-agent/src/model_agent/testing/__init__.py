@@ -12,8 +12,8 @@ URL as the first stdout line and serves until interrupted.
 from __future__ import annotations
 
 import argparse
+import collections.abc
 import sys
-from collections.abc import Sequence
 
 import anyio
 
@@ -46,14 +46,14 @@ __all__ = [
 ]
 
 
-async def serve_script(rules: Sequence[Rule], *, port: int = 0) -> None:
+async def serve_script(rules: collections.abc.Sequence[Rule], *, port: int = 0) -> None:
     """Serves `rules` until cancelled, printing the base URL as the first stdout line."""
     async with open_scripted_model_server(rules, port=port) as server:
         print(server.base_url, flush=True)
         await anyio.sleep_forever()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: collections.abc.Sequence[str] | None = None) -> int:
     """Command-line entry: `--script FILE.json [--port N]`; returns the exit code."""
     parser = argparse.ArgumentParser(
         prog="python -m model_agent.testing",
