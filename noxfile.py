@@ -13,7 +13,17 @@ import nox
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
-nox.options.sessions = ["lint", "types", "tests", "e2e", "ray", "packages", "realwork", "docs"]
+nox.options.sessions = [
+    "lint",
+    "types",
+    "tests",
+    "e2e",
+    "ray",
+    "packages",
+    "realwork",
+    "docs",
+    "browser",
+]
 
 PACKAGES = {
     "subagent-core": "subagent-core",
@@ -150,6 +160,24 @@ def docs(session: nox.Session) -> None:
         "mkdocs", "build", "--strict", "--site-dir", str(site), env={"NO_MKDOCS_2_WARNING": "1"}
     )
     session.run("python", ".ci/docs_check.py", str(site))
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """The fan-out report in a real headless Chromium: Debian's `chromium` (`.ci/run` installs
+    it) driven by Playwright's Python package at `executable_path` (`playwright install` is
+    never run: it would download a browser). Serial; prints its figures (browser version, load
+    time, rows, diffs, the screenshot's path); skips, saying why, only without chromium."""
+    _sync(session, "--package", "subagent-harness", "--no-default-groups", "--group", "dev")
+    session.install("playwright>=1.49")
+    session.run(
+        "pytest",
+        "packages/harness/tests/test_fanout_browser.py",
+        "-s",
+        "-rs",
+        *session.posargs,
+        env=TEST_ENV,
+    )
 
 
 @nox.session

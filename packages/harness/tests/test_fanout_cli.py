@@ -194,12 +194,17 @@ async def test_json_carries_usage_per_child(setup: dict[str, Path]) -> None:
     assert (sleeper["stop_reason"], sleeper["timed_out"]) == ("aborted", True)
     assert summary == {
         "type": "summary",
+        "run": Path(writer["patch"]).parent.name,
         "isolation": "worktree",
         "kept": False,
         "completed": 1,
+        "passed": 0,
         "total": 3,
+        "report": None,
         "exit_code": 0,
     }
+    assert [r["rank"] for r in records[:3]] == [1, 3, 2]  # completed, error, aborted
+    assert {r["verify"] for r in records[:3]} == {None}
     assert_nothing_left(setup)
 
 

@@ -12,6 +12,7 @@ from rich.console import Console
 from subagent_core import (
     Cost,
     MessageChunk,
+    PermissionEvent,
     SubagentResult,
     ToolCallEvent,
     Usage,
@@ -86,15 +87,32 @@ def test_live_rows_follow_each_child() -> None:
     rows.started(1, "claude")
     rows.event(1, ToolCallEvent(call_id="c1", title="ls", kind="execute", status="completed"))
     rows.event(1, MessageChunk(text="\x1b[2Jhi"))
-    rows.event(1, UsageEvent(input_tokens=5, output_tokens=6))
-    rendered = render(rows._render())  # pyright: ignore[reportPrivateUsage]
+    rows.event(1, UsageEvent(input_tokens=5, output_tokens=6, cost=Cost(0.5, "USD")))
+    working = row_cells(rows, "claude")
+    rows.event(1, ToolCallEvent(call_id="c2", title=SECRET, kind="edit", status="pending"))
+    asking = row_cells(rows, "claude")
+    rows.event(1, PermissionEvent(tool_kind="edit", policy="allow", decision="allow_once"))
+    answered = row_cells(rows, "claude")
+    rows.verifying(1)
+    verifying = row_cells(rows, "claude")
+    queued = row_cells(rows, "gemini")
     rows.finished(outcomes()[0])
+    done = row_cells(rows, "claude")
     rows.close()
-    line = next(row for row in rendered.splitlines() if "claude" in row)
-    assert [cell.strip() for cell in line.split("│")[1:-1]][::2] == ["1", "answering", "1"]
-    assert "5 / 6" in line
-    waiting = next(row for row in rendered.splitlines() if "gemini" in row)
-    assert "waiting" in waiting
+    assert working[:7] == ["1", "claude", "working", "execute", "1", "5 / 6", "0.5000 USD"]
+    assert asking[2:5] == ["waiting for permission", "edit", "2"]
+    assert answered[2] == "working"
+    assert verifying[2] == "verifying"
+    assert queued[2:] == ["queued", "—", "0", "—", "—", "—"]
+    assert done[2] == "done (completed)"
+    assert done[5:7] == ["1,200 / 34", "0.0123 USD"]
+
+
+def row_cells(rows: LiveRows, agent: str) -> list[str]:
+    rendered = render(rows._render())  # pyright: ignore[reportPrivateUsage]
+    assert SECRET not in rendered
+    line = next(row for row in rendered.splitlines() if agent in row)
+    return [cell.strip() for cell in line.split("│")[1:-1]]
 
 
 def test_patches_go_under_the_state_directory(

@@ -20,7 +20,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("harness", "harness.__main__"),
     ("harness.cli",),
     ("harness._commands",),
-    ("harness._live", "harness.fanout", "harness._agent_servers", "harness._demo"),
+    # The servers are faces of the harness for other hosts: `harness mcp` runs delegations
+    # and fan-outs, so they sit above the components that run them.
+    ("harness._agent_servers",),
+    ("harness._live", "harness.fanout", "harness._demo"),
     ("harness._registry",),
     ("harness._config",),
     ("harness._console",),

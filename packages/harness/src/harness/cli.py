@@ -20,6 +20,7 @@ from ._commands import (
     e2e,
     fakes,
     fanout,
+    mcp,
     providers,
     run,
     sdk_runtime,
@@ -54,9 +55,10 @@ def _root(version: VersionOption = False) -> None:
 app.command("demo")(demo.demo)
 app.command("run")(run.run)
 app.command("delegate")(delegate.delegate)
-app.command("fanout")(fanout.fanout)
+app.add_typer(fanout.fanout_app)
 app.command("acp-agent")(acp_agent.acp_agent)
 app.command("sdk-runtime")(sdk_runtime.sdk_runtime)
+app.command("mcp")(mcp.mcp)
 app.command("fake-acp-child", context_settings=fakes.PASSTHROUGH_SETTINGS)(fakes.fake_acp_child)
 app.command("fake-sdk-runtime", context_settings=fakes.PASSTHROUGH_SETTINGS)(fakes.fake_sdk_runtime)
 app.command("fake-model", context_settings=fakes.PASSTHROUGH_SETTINGS)(fakes.fake_model)

@@ -1,4 +1,10 @@
-"""The agent servers: the direct-model agent served over ACP and the SDK protocol on stdio.
+"""The agent servers: the harness's faces for other hosts, on stdio.
+
+`harness acp-agent` and `harness sdk-runtime` serve the direct-model agent over ACP and the SDK
+protocol (below). `harness mcp` serves delegation itself as MCP tools (`mcp_server`: the SDK's
+lowlevel server over `mcp_stdio`; each call checked by `mcp_calls`, run in a slot by `mcp_runs`
+with `_live`'s kept sessions and `fanout`'s `run_fanout`, reported by `mcp_activity` and
+`mcp_results`), which is why this folder sits above `_live` and `fanout`.
 
 `harness acp-agent` and `harness sdk-runtime` serve the same agent (`model_agent`) to a client
 on stdio; each client session is a conversation that survives restarts. One prompt's path:

@@ -9,7 +9,7 @@ cli.app ──▶ _commands/<command>.py
 
 demo, e2e ─────────────▶ _demo.catalogue        run, delegate, sessions ─▶ _live
 fanout ────────────────▶ fanout._command        agents, providers ───────▶ _registry
-acp-agent, sdk-runtime ▶ _agent_servers         fake-* ──▶ the packages' own testing mains
+acp-agent, sdk-runtime, mcp ▶ _agent_servers    fake-* ──▶ the packages' own testing mains
 ```
 
 `_options` holds the option types several commands share; what a command reads besides its

@@ -1,9 +1,11 @@
-"""`harness fanout`: the same prompt on several agents (configured or presets), then one table.
+"""`harness fanout` (`run`): the same prompt on several agents (configured or presets), then one
+table, best first.
 
 The command resolves the agents as `delegate` resolves one provider, builds one registry for
-them, and hands the rest to `harness.fanout.run_fanout`; Ctrl-C and SIGTERM cancel every child
-through the request's cancel signal (so each is disposed and every worktree removed before the
-exit code, 130 or 143, is returned).
+them, and hands the rest to `harness.fanout.run_fanout` (with `--verify`, `--protect` and
+`--verify-timeout` as they are); Ctrl-C and SIGTERM cancel every child through the request's
+cancel signal (so each is disposed and every worktree removed before the exit code, 130 or
+143, is returned). `--report FILE.html` writes the run's page from its record at the end.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from harness._console.signals import cancel_on_signals
 from harness._registry.build import build_registry, require_provider
 from harness._registry.child_stderr import child_stderr_logs
 
-from ._isolation import IsolationError, IsolationMode
+from ._git import IsolationError
+from ._isolation import IsolationMode
+from ._verify import DEFAULT_VERIFY_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,6 +48,13 @@ class FanoutOptions:
     live: bool = True
     child_stderr: bool = False
     """`--child-stderr`: each child's stderr live on ours too, and the log directory named."""
+    verify: str | None = None
+    """`--verify CMD`: the user's check, run in each child's place once it settled."""
+    protect: tuple[str, ...] = ()
+    """`--protect GLOB`s, added to the default protected files."""
+    verify_timeout_seconds: float = DEFAULT_VERIFY_TIMEOUT_SECONDS
+    report: Path | None = None
+    """`--report FILE.html`: the run's page, written when it ends."""
 
 
 def fanout_command(
@@ -62,18 +73,26 @@ def fanout_command(
     base_url: str | None,
     json: bool,
     child_stderr: bool,
+    verify: str | None = None,
+    protect: tuple[str, ...] = (),
+    verify_timeout_seconds: float = DEFAULT_VERIFY_TIMEOUT_SECONDS,
+    report: Path | None = None,
 ) -> int:
-    """`harness fanout`: `--isolation none` only with `--yes`; the workspace's config and the
-    prompt (`-`: stdin) read; then `fanout_once`.
+    """`harness fanout`: `--isolation none` only with `--yes` (and never with `--verify`); the
+    workspace's config and the prompt (`-`: stdin) read; then `fanout_once`.
 
     Raises:
-        UsageError: `none` without `--yes`, a bad workspace or config, an empty prompt, or what
-            `fanout_once` raises.
+        UsageError: `none` without `--yes`, `--verify` with `none` or empty, a bad workspace or
+            config, an empty prompt, or what `fanout_once` raises.
     """
     if isolation == "none" and not yes:
         raise UsageError(
             "--isolation none runs every child in the same files; pass --yes to accept that"
         )
+    if verify is not None and isolation == "none":
+        raise UsageError("--verify needs each child in its own place: not with --isolation none")
+    if verify is not None and not verify.strip():
+        raise UsageError("--verify needs a command")
     root = workspace_path(workspace)
     settings = load_config(config, workspace=root)
     return fanout_once(
@@ -91,6 +110,10 @@ def fanout_command(
             patch_dir=None if patch_dir is None else patch_dir.resolve(),
             json=json,
             child_stderr=child_stderr,
+            verify=verify,
+            protect=protect,
+            verify_timeout_seconds=verify_timeout_seconds,
+            report=None if report is None else report.absolute(),
         ),
     )
 
@@ -150,7 +173,8 @@ async def _fanout(
     workspace: Path,
     options: FanoutOptions,
 ) -> int:
-    from ._run import FanoutResult, run_fanout
+    from ._result import FanoutResult
+    from ._run import run_fanout
     from ._view import LiveRows, PlainRows, child_record, summary_table
 
     cancel = CancelSignal()
@@ -175,6 +199,9 @@ async def _fanout(
                 patch_dir=options.patch_dir,
                 observer=view,
                 sessions=sessions_root() if options.keep else None,
+                verify=options.verify,
+                protect=options.protect,
+                verify_timeout_seconds=options.verify_timeout_seconds,
             )
         except IsolationError as error:
             failure = error
@@ -187,23 +214,32 @@ async def _fanout(
     if code is None:
         completed = any(item.result.stop_reason == "completed" for item in outcomes)
         code = EXIT_OK if completed else EXIT_INCOMPLETE
+    run_id = outcomes[0].run_id if outcomes else None
+    report = await _write_report(run_id, options.report) if run_id is not None else None
     if options.json:
         for outcome in outcomes:
             emit(child_record(outcome, kept=options.keep))
         emit(
             {
                 "type": "summary",
+                "run": run_id,
                 "isolation": options.isolation,
                 "kept": options.keep,
                 "completed": sum(item.result.stop_reason == "completed" for item in outcomes),
+                "passed": sum(
+                    item.verify is not None and item.verify.status == "pass" for item in outcomes
+                ),
                 "total": len(outcomes),
+                "report": None if report is None else str(report),
                 "exit_code": code,
             }
         )
         return code
     console = output_console()
     title = f"harness fanout ({options.isolation})"
-    console.print(summary_table(outcomes, title=title))
+    if run_id is not None:
+        title += f", run {run_id}"
+    console.print(summary_table(outcomes, title=title, verify=options.verify is not None))
     for outcome in outcomes:
         if outcome.patch is not None:
             console.print(
@@ -216,10 +252,37 @@ async def _fanout(
             if outcome.session is not None:
                 where += f"; continue it with --session {outcome.session}"
             console.print(where, soft_wrap=True)
+    best = next((outcome for outcome in outcomes if outcome.rank == 1), None)
+    if best is not None and best.patch is not None and not received:
+        console.print(
+            f"best: #{best.number} {best.agent}; take its patch with "
+            f"harness fanout apply {best.run_id} {best.number}",
+            soft_wrap=True,
+        )
+    if report is not None:
+        console.print(f"report: {report}", soft_wrap=True)
     if received:
         removed = "" if options.keep else " and its place removed"
         _err(f"harness: cancelled by signal; every child was stopped{removed}")
     return code
+
+
+async def _write_report(run_id: str, path: Path | None) -> Path | None:
+    """The run's page, from its record: to `path`, or None when no report was asked for."""
+    if path is None:
+        return None
+    from ._record import RecordError, read_record, runs_root
+    from ._report import write_report
+
+    def write() -> Path | None:
+        try:
+            return write_report(read_record(runs_root() / run_id), path)
+        except (OSError, RecordError):
+            _err(f"harness: the report could not be written to {path}")
+            return None
+
+    with anyio.CancelScope(shield=True):
+        return await anyio.to_thread.run_sync(write)
 
 
 def _err(line: str) -> None:

@@ -1,8 +1,10 @@
 """Where each child of a fan-out works: its own git worktree, a temporary copy, or the shared cwd.
 
     open_isolation(mode, workspace)          one fan-out's places, removed on leaving
-      ├─ worktree: snapshot the user's tree  (a commit of HEAD + staged + unstaged + untracked,
-      │            made with a private index, so the user's index and files are untouched)
+      start_point(): snapshot the user's tree (a commit of HEAD + staged + unstaged + untracked,
+                   made with a private index, so the user's index and files are untouched;
+                   in a repository for `copy` too, so `apply` can merge against it)
+      ├─ worktree: every worktree starts at the start point
       │   prepare(n) → `git worktree add --no-checkout -b fanout/<run>/<n>-<agent> <tmp>/…
       │                <base>` (one at a time), then `reset --hard <base>` there (concurrently)
       ├─ copy:     prepare(n) → copy the tree into <tmp>/<n>-<agent> (in a repository only the
@@ -15,8 +17,8 @@ Uncommitted changes travel with the worktree: a child starts from exactly what t
 (tracked edits, staged or not, and untracked files that are not ignored), and its patch holds
 only what it changed on top. Ignored files (build output, virtual environments) are not carried.
 
-Every git command runs through subagent-core's contained process (scrubbed env, no inherited
-`GIT_*` variables, stderr discarded: git's words can hold paths and are never shown). Leaving
+Every git command runs through `_git` (subagent-core's contained process: scrubbed env, no
+inherited `GIT_*` variables, stderr discarded: git's words can hold paths). Leaving
 the block removes every worktree, branch and temporary directory, shielded and bounded, on
 success, failure, cancel and a crashed child alike; with `keep` they stay for the user.
 """
@@ -28,15 +30,22 @@ import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import anyio
-from subagent_core import child_env
-from subagent_core.kit import SpawnError, open_managed_process
+
+from ._git import (
+    IsolationError,
+    NotAGitRepositoryError,
+    commit_tree,
+    repository_root,
+    run_git,
+    snapshot_tree,
+)
 
 IsolationMode = Literal["worktree", "copy", "none"]
 ISOLATION_MODES: tuple[IsolationMode, ...] = ("worktree", "copy", "none")
@@ -47,39 +56,8 @@ BRANCH_PREFIX = "fanout/"
 CLEANUP_SECONDS = 60.0
 """Bound on removing every worktree, branch and directory (shielded, so it must end)."""
 
-_MAX_LISTING_BYTES = 64 * 1024 * 1024
-"""Bound on one git listing held in memory (file lists, numstat); a patch streams to disk."""
-
-_IDENTITY = {
-    "GIT_AUTHOR_NAME": "harness fanout",
-    "GIT_AUTHOR_EMAIL": "fanout@harness.invalid",
-    "GIT_COMMITTER_NAME": "harness fanout",
-    "GIT_COMMITTER_EMAIL": "fanout@harness.invalid",
-}
-"""The snapshot commit's identity: fixed, so a user without git identity can still fan out."""
-
 _SNAPSHOT_MESSAGE = "harness fanout: the uncommitted changes the fan-out started from"
 _LABEL = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-class IsolationError(Exception):
-    """Isolation could not be set up or read; the message is fixed text and numbers only."""
-
-
-class GitMissingError(IsolationError):
-    """git is not installed (or not on PATH)."""
-
-    def __init__(self) -> None:
-        super().__init__("git is not installed (it is needed to isolate children)")
-
-
-class NotAGitRepositoryError(IsolationError):
-    """`worktree` isolation asked for outside a git repository."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "worktree isolation needs a git repository; outside one use --isolation copy"
-        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,76 +91,6 @@ class Place:
     """A private index for reading the child's changes (None: the place's own index)."""
 
 
-async def _git(
-    args: Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str] | None = None,
-    output: Path | None = None,
-) -> bytes:
-    """Runs `git ARGS`; returns stdout (or streams it to `output`).
-
-    Raises:
-        GitMissingError: git is not installed.
-        IsolationError: git failed, or printed more than the listing bound.
-    """
-    explicit: dict[str, str | None] = {name: None for name in os.environ if name.startswith("GIT_")}
-    explicit.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
-    explicit.update(env or {})
-    argv = ["git", "-c", "core.quotepath=off", *args]
-    data = bytearray()
-    try:
-        async with open_managed_process(
-            argv, cwd=cwd, env=child_env(explicit), stdin="devnull", stderr="devnull"
-        ) as process:
-            assert process.stdout is not None
-            if output is not None:
-                async with await anyio.open_file(output, "wb") as sink:
-                    async for chunk in process.stdout:
-                        await sink.write(chunk)
-            else:
-                async for chunk in process.stdout:
-                    data.extend(chunk)
-                    if len(data) > _MAX_LISTING_BYTES:
-                        raise IsolationError(f"git {args[0]} printed more than the bound")
-            outcome = await process.wait()
-    except SpawnError:
-        raise GitMissingError from None
-    if outcome.exit_code != 0:
-        code = f"exit code {outcome.exit_code}" if outcome.exit_code is not None else "a signal"
-        raise IsolationError(f"git {_verb(args)} failed ({code})")
-    return bytes(data)
-
-
-def _verb(args: Sequence[str]) -> str:
-    """The git subcommand in `args` (always our own fixed word), for a fixed-text message."""
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in ("-C", "--git-dir", "--work-tree", "-c"):
-            skip = True
-        elif not arg.startswith("-"):
-            return arg
-    return "command"
-
-
-async def repository_root(path: Path) -> Path | None:
-    """The top of the git work tree holding `path`, or None outside a repository.
-
-    Raises:
-        IsolationError: git is not installed.
-    """
-    try:
-        out = await _git(["rev-parse", "--show-toplevel"], cwd=path)
-    except GitMissingError:
-        raise
-    except IsolationError:
-        return None
-    text = out.decode("utf-8", "surrogateescape").strip()
-    return Path(await anyio.Path(text).resolve()) if text else None
-
-
 def branch_label(agent: str) -> str:
     """`agent` as a safe ref and directory component (the agent name is configuration)."""
     label = _LABEL.sub("-", agent).strip(".-") or "agent"
@@ -203,8 +111,11 @@ class Isolation:
         """The temporary directory every worktree and copy lives in (None for `none`)."""
         self.run_id = secrets.token_hex(4)
         self.places: list[Place] = []
+        self.head: str | None = None
+        """HEAD when the start point was made (None before, and on an unborn branch)."""
         self._base: str | None = None
         self._lock = anyio.Lock()
+        self._base_lock = anyio.Lock()
 
     @property
     def relative(self) -> Path:
@@ -241,55 +152,37 @@ class Isolation:
         await anyio.Path(place.cwd).mkdir(parents=True, exist_ok=True)
         return place
 
-    async def _snapshot(self) -> str:
-        """The commit every worktree starts from: HEAD, or HEAD plus the uncommitted changes."""
-        if self._base is not None:
-            return self._base
-        assert self.repository is not None
-        assert self.temp is not None
-        repo = self.repository
-        index = self.temp / ".index-base"
-        env = {"GIT_INDEX_FILE": str(index)}
-        head, head_tree = await self._head()
-        listed = await _git(["rev-parse", "--git-path", "index"], cwd=repo)
-        real_index = Path(listed.decode("utf-8", "surrogateescape").strip())
-        real_index = real_index if real_index.is_absolute() else repo / real_index
-        if real_index.exists():
-            # A copy of the user's index keeps its stat data: `add -A` then rehashes only
-            # what changed, and the user's own index is never written.
-            await anyio.to_thread.run_sync(shutil.copyfile, real_index, index)
-        else:
-            await _git(["read-tree", head or "--empty"], cwd=repo, env=env)
-        await _git(["add", "-A", "--", "."], cwd=repo, env=env)
-        tree = (await _git(["write-tree"], cwd=repo, env=env)).decode().strip()
-        index.unlink(missing_ok=True)
-        if head is not None and head_tree == tree:
-            self._base = head
-            return head
-        parents = ["-p", head] if head is not None else []
-        commit = await _git(
-            ["commit-tree", tree, *parents, "-m", _SNAPSHOT_MESSAGE], cwd=repo, env=_IDENTITY
-        )
-        self._base = commit.decode().strip()
-        return self._base
+    async def start_point(self) -> str | None:
+        """The commit every child starts from: HEAD, or HEAD plus the uncommitted changes.
 
-    async def _head(self) -> tuple[str | None, str | None]:
-        """HEAD's commit and tree, or `(None, None)` on an unborn branch (no commit yet)."""
-        assert self.repository is not None
-        try:
-            out = await _git(["rev-parse", "HEAD", "HEAD^{tree}"], cwd=self.repository)
-        except IsolationError:
-            return None, None
-        lines = out.decode().split()
-        return (lines[0], lines[1]) if len(lines) == 2 else (None, None)
+        None outside a repository and for `none`. Made once, without touching the user's
+        index, files or refs (a commit no ref points at, parent HEAD, fixed identity).
+
+        Raises:
+            IsolationError: git failed.
+        """
+        if self.repository is None or self.temp is None:
+            return None
+        async with self._base_lock:
+            if self._base is None:
+                head, head_tree, tree = await snapshot_tree(
+                    self.repository, self.temp / ".index-base"
+                )
+                self.head = head
+                if head is not None and head_tree == tree:
+                    self._base = head
+                else:
+                    self._base = await commit_tree(self.repository, tree, head, _SNAPSHOT_MESSAGE)
+            return self._base
 
     async def _add_worktree(self, target: Path, name: str) -> Place:
         assert self.repository is not None
         assert self.temp is not None
-        base = await self._snapshot()
+        base = await self.start_point()
+        assert base is not None
         branch = f"{BRANCH_PREFIX}{self.run_id}/{name}"
         index = self.temp / f".index-{name}"
-        await _git(
+        await run_git(
             ["worktree", "add", "-q", "--no-checkout", "-b", branch, str(target), base],
             cwd=self.repository,
         )
@@ -310,7 +203,7 @@ class Isolation:
     async def _copy(self, target: Path, name: str) -> Place:
         assert self.temp is not None
         if self.repository is not None:
-            listing = await _git(
+            listing = await run_git(
                 ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                 cwd=self.repository,
             )
@@ -322,9 +215,9 @@ class Isolation:
             cwd = target
         git_dir = self.temp / f".git-{name}"
         git_args = ("--git-dir", str(git_dir), "--work-tree", str(target))
-        await _git(["init", "-q", "--bare", str(git_dir)], cwd=self.temp)
-        await _git([*git_args, "add", "-A", "--", "."], cwd=target)
-        tree = (await _git([*git_args, "write-tree"], cwd=target)).decode().strip()
+        await run_git(["init", "-q", "--bare", str(git_dir)], cwd=self.temp)
+        await run_git([*git_args, "add", "-A", "--", "."], cwd=target)
+        tree = (await run_git([*git_args, "write-tree"], cwd=target)).decode().strip()
         return Place(cwd=cwd, root=target, base=tree, git_args=git_args)
 
     async def cleanup(self, *, keep: bool) -> None:
@@ -346,13 +239,13 @@ class Isolation:
             # way may have made its branch without this object hearing of it.
             prefix = f"refs/heads/{BRANCH_PREFIX}{self.run_id}/"
             try:
-                await _git(["worktree", "prune"], cwd=self.repository)
-                listed = await _git(
+                await run_git(["worktree", "prune"], cwd=self.repository)
+                listed = await run_git(
                     ["for-each-ref", "--format=%(refname:short)", prefix], cwd=self.repository
                 )
                 branches = listed.decode("utf-8", "surrogateescape").split()
                 if branches:
-                    await _git(["branch", "-q", "-D", *branches], cwd=self.repository)
+                    await run_git(["branch", "-q", "-D", *branches], cwd=self.repository)
             except IsolationError:
                 pass  # best effort: the worktrees' files are gone already
         await anyio.to_thread.run_sync(_remove_tree, temp)
@@ -362,7 +255,7 @@ async def _check_out(place: Place) -> None:
     """Fills a worktree added without a checkout, then keeps a copy of its fresh index."""
     assert place.base is not None
     assert place.index is not None
-    await _git([*place.git_args, "reset", "-q", "--hard", place.base], cwd=place.root)
+    await run_git([*place.git_args, "reset", "-q", "--hard", place.base], cwd=place.root)
     git_dir = Path(place.git_args[1])
     await anyio.to_thread.run_sync(_copy_index, git_dir / "index", place.index)
 
@@ -382,13 +275,13 @@ async def changes(place: Place, patch: Path | None) -> tuple[FileChange, ...]:
     if place.index is not None:
         env["GIT_INDEX_FILE"] = str(place.index)
         if not await anyio.Path(place.index).exists():
-            await _git([*place.git_args, "read-tree", place.base], cwd=place.root, env=env)
-    await _git([*place.git_args, "add", "-A", "--", "."], cwd=place.root, env=env)
+            await run_git([*place.git_args, "read-tree", place.base], cwd=place.root, env=env)
+    await run_git([*place.git_args, "add", "-A", "--", "."], cwd=place.root, env=env)
     diff = [*place.git_args, "diff", "--cached", "--no-renames", "--no-color", place.base]
-    listing = await _git([*diff, "--numstat", "-z"], cwd=place.root, env=env)
+    listing = await run_git([*diff, "--numstat", "-z"], cwd=place.root, env=env)
     files = _numstat(listing)
     if files and patch is not None:
-        await _git([*diff, "--binary", "--full-index"], cwd=place.root, env=env, output=patch)
+        await run_git([*diff, "--binary", "--full-index"], cwd=place.root, env=env, output=patch)
     if place.index is not None:
         place.index.unlink(missing_ok=True)
     return files

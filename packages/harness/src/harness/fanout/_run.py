@@ -2,9 +2,12 @@
 
     run_fanout(registry, agents, request)
       open_isolation(...)                      worktrees / copies, removed on leaving
+        the start point and the run's record (its folder under the state directory)
         one task per child, at most `concurrency` at once:
-          prepare its place → start it there (cwd = the place) → watch it (deadline) →
-          dispose it → read its changes as a patch → FanoutResult
+          prepare its place → hash its protected files (with `verify`) → start it there
+          (cwd = the place) → watch it (deadline) → dispose it → read its changes as a patch
+          → run `verify` in its place → FanoutResult
+        every child ranked; the record written again, whole
       → one FanoutResult per agent, in the order asked
 
 A child is started through the registry exactly as one delegation is: the provider's own
@@ -22,13 +25,11 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import anyio
 from subagent_core import (
     CancelSignal,
     SessionRequest,
-    SubagentEvent,
     SubagentRegistry,
     SubagentRequest,
     SubagentResult,
@@ -36,79 +37,27 @@ from subagent_core import (
     SubagentSession,
     SubagentStartError,
 )
+from subagent_core.kit import workflow_span
 
 from harness._config.paths import fanout_patch_dir
 from harness._console.start_failure import spawn_reason
 
+from ._git import IsolationError
 from ._isolation import (
     ISOLATION_MODES,
-    FileChange,
     Isolation,
-    IsolationError,
     IsolationMode,
     Place,
     branch_label,
     changes,
     open_isolation,
 )
+from ._record import RunRecord, now_iso, runs_root, write_record
+from ._result import FanoutObserver, FanoutResult, VerifyObserver, ranked
+from ._verify import DEFAULT_VERIFY_TIMEOUT_SECONDS, Verifier, VerifyOutcome
 
 EVENTS_DRAIN_SECONDS = 5.0
 """How long an observer may take to receive a child's last events once it has settled."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FanoutResult:
-    """One child of a fan-out: how it ended, how long it took, what it changed."""
-
-    number: int
-    """1-based position in the agents asked for."""
-    agent: str
-    """The provider name it ran on (configuration, not child text)."""
-    result: SubagentResult
-    """Its result, exactly as one delegation returns it (`output` is child text)."""
-    wall_seconds: float
-    """From the start request to the settled result."""
-    files: tuple[FileChange, ...] = ()
-    """The files it changed against its base (paths are child-controlled)."""
-    patch: Path | None = None
-    """Its diff against the base as a patch file (binary-safe); None when nothing changed."""
-    isolation_path: Path | None = None
-    """Where it worked (its worktree or copy, removed afterwards unless kept)."""
-    branch: str | None = None
-    """Its worktree's branch (deleted afterwards unless kept)."""
-    timed_out: bool = False
-    """The fan-out's deadline cancelled it (it ended `aborted`)."""
-    teardown: str | None = None
-    """The provider's safe teardown note, when disposing needed force."""
-    start_failure: str | None = None
-    """Why it could not start (`not-found`, `not-executable`, `bad-cwd`, `os-error`)."""
-    changes_error: str | None = None
-    """Why its changes could not be read (fixed text; `files` is then empty)."""
-    session: str | None = None
-    """The name it is kept under as a session (`--keep` with a provider that can resume)."""
-
-    @property
-    def lines_added(self) -> int:
-        """Lines added over every text file."""
-        return sum(change.added or 0 for change in self.files)
-
-    @property
-    def lines_deleted(self) -> int:
-        """Lines deleted over every text file."""
-        return sum(change.deleted or 0 for change in self.files)
-
-
-class FanoutObserver(Protocol):
-    """Follows a fan-out while it runs (the CLI's live rows); called on the event loop."""
-
-    def started(self, number: int, agent: str) -> None:
-        """Child `number` has its place and is being started."""
-
-    def event(self, number: int, event: SubagentEvent) -> None:
-        """An event of child `number` (its text is child-controlled)."""
-
-    def finished(self, outcome: FanoutResult) -> None:
-        """Child `outcome.number` settled, was disposed, and its changes were read."""
 
 
 def default_patch_dir(run_id: str) -> Path:
@@ -118,6 +67,20 @@ def default_patch_dir(run_id: str) -> Path:
     worktrees, which is why they are not kept in the temporary directory.
     """
     return fanout_patch_dir(run_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Context:
+    """What every child of one fan-out shares."""
+
+    registry: SubagentRegistry
+    request: SubagentRequest
+    places: Isolation
+    patches: Path
+    timeout_seconds: float | None
+    observer: FanoutObserver | None
+    sessions: Path | None
+    verifier: Verifier | None
 
 
 async def run_fanout(
@@ -132,20 +95,33 @@ async def run_fanout(
     patch_dir: Path | None = None,
     observer: FanoutObserver | None = None,
     sessions: Path | None = None,
+    verify: str | None = None,
+    protect: Sequence[str] = (),
+    verify_timeout_seconds: float = DEFAULT_VERIFY_TIMEOUT_SECONDS,
+    runs_dir: Path | None = None,
 ) -> list[FanoutResult]:
     """Runs `request` on every agent in `agents` at once, each in its own place.
 
     `request.cwd` (default: the current directory) is the workspace copied or checked out for
     each child; `request.cancel` cancels every child. `concurrency` bounds how many children
     run at once (default: all); `timeout_seconds` is each child's deadline (it then ends
-    `aborted` with `timed_out`). Patches go to `patch_dir` (default: `default_patch_dir`).
+    `aborted` with `timed_out`). The run's folder is `<runs_dir>/<run>` (default: `fanout/`
+    under the state directory): its record (`harness fanout list`, `apply`, `report` read it),
+    the verify logs, and the patches unless `patch_dir` is given.
+
+    `verify` is a shell command run in each child's place once it settled (its own process
+    tree, at most `verify_timeout_seconds`); the files matching `protect` (GLOBs added to the
+    default test configuration files) and the files the command names are hashed before and
+    after the child: a child that changed one is `tampered`. Every result carries its `rank`.
+
     Every worktree, `fanout/` branch and temporary directory is removed before this returns
     or raises, unless `keep`. With `keep` and a `sessions` folder, each child whose provider
     can resume runs as a session kept there under the name `fanout-<run>-<agent>`, so it can
     be continued in its worktree (`harness delegate --session fanout-<run>-<agent>`).
 
     Raises:
-        ValueError: no agents, an agent the registry does not have, or `concurrency` < 1.
+        ValueError: no agents, an agent the registry does not have, `concurrency` < 1, an
+            empty verify command, a verify timeout ≤ 0, or `verify` with isolation `none`.
         NotAGitRepositoryError: `worktree` isolation outside a git repository.
         IsolationError: a worktree or copy could not be made (fixed text).
     """
@@ -158,59 +134,81 @@ async def run_fanout(
         raise ValueError("concurrency must be at least 1")
     if isolation not in ISOLATION_MODES:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION_MODES)}")
+    if verify is not None and isolation == "none":
+        raise ValueError("verify needs each child in its own place, not isolation none")
     workspace = Path(await anyio.Path(request.cwd or os.getcwd()).resolve())
     limiter = anyio.CapacityLimiter(concurrency or len(agents))
     outcomes: dict[int, FanoutResult] = {}
     async with open_isolation(isolation, workspace, keep=keep) as places:
-        patches = patch_dir or default_patch_dir(places.run_id)
+        folder = (runs_dir or runs_root()) / places.run_id
+        verifier = None
+        if verify is not None:
+            verifier = Verifier(
+                verify, protect=protect, timeout_seconds=verify_timeout_seconds, log_dir=folder
+            )
+        base = await places.start_point()
+        record = RunRecord(
+            run=places.run_id,
+            folder=folder,
+            started_at=now_iso(),
+            workspace=str(workspace),
+            isolation=isolation,
+            agents=tuple(agents),
+            repository=None if places.repository is None else str(places.repository),
+            base=base,
+            head=places.head,
+            verify=verify,
+            verify_timeout_seconds=verify_timeout_seconds if verify is not None else None,
+            protect=tuple(protect),
+        )
+        await anyio.to_thread.run_sync(write_record, record)
+        context = _Context(
+            registry=registry,
+            request=request,
+            places=places,
+            patches=patch_dir or folder,
+            timeout_seconds=timeout_seconds,
+            observer=observer,
+            sessions=sessions if keep else None,
+            verifier=verifier,
+        )
 
         async def one(number: int, agent: str) -> None:
             async with limiter:
-                outcome = await _run_child(
-                    registry,
-                    agent,
-                    number,
-                    request,
-                    places,
-                    patches,
-                    timeout_seconds,
-                    observer,
-                    sessions if keep else None,
-                )
+                outcome = await _run_child(context, agent, number)
             outcomes[number] = outcome
             if observer is not None:
                 observer.finished(outcome)
 
         try:
-            async with anyio.create_task_group() as tg:
-                for number, agent in enumerate(agents, start=1):
-                    tg.start_soon(one, number, agent)
+            # One workflow span over the children's runs (each of theirs is its child).
+            with workflow_span("fanout"):
+                async with anyio.create_task_group() as tg:
+                    for number, agent in enumerate(agents, start=1):
+                        tg.start_soon(one, number, agent)
         except BaseExceptionGroup as group:
             # A place git could not make ends the fan-out: as itself, not wrapped in a group.
             first = _only_isolation_error(group)
             if first is None:
                 raise
             raise first from None
-    return [outcomes[number] for number in sorted(outcomes)]
+        results = ranked([outcomes[number] for number in sorted(outcomes)])
+        finished = dataclasses.replace(record, finished_at=now_iso(), children=tuple(results))
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(write_record, finished)
+    return results
 
 
-async def _run_child(
-    registry: SubagentRegistry,
-    agent: str,
-    number: int,
-    request: SubagentRequest,
-    places: Isolation,
-    patches: Path,
-    timeout_seconds: float | None,
-    observer: FanoutObserver | None,
-    sessions: Path | None = None,
-) -> FanoutResult:
+async def _run_child(context: _Context, agent: str, number: int) -> FanoutResult:
+    request, places, observer = context.request, context.places, context.observer
+    run_id = places.run_id
     if request.cancel.cancelled:
         return FanoutResult(
             number=number,
             agent=agent,
             result=SubagentResult(stop_reason="aborted"),
             wall_seconds=0.0,
+            run_id=run_id,
         )
     place = await places.prepare(number, agent)
     if request.cancel.cancelled:
@@ -222,7 +220,9 @@ async def _run_child(
             wall_seconds=0.0,
             isolation_path=place.root,
             branch=place.branch,
+            run_id=run_id,
         )
+    protected = None if context.verifier is None else await context.verifier.before(place)
     cancel = request.cancel.child()
     label = f"{request.label or 'fanout'} #{number}"
     child_request = dataclasses.replace(request, cwd=place.cwd, cancel=cancel, label=label)
@@ -234,11 +234,12 @@ async def _run_child(
     start_failure: str | None = None
     session: SubagentSession | None = None
     session_name: str | None = None
+    registry = context.registry
     try:
-        if sessions is not None and _resumable(registry, agent):
-            session_name = f"fanout-{places.run_id}-{agent}"
+        if context.sessions is not None and _resumable(registry, agent):
+            session_name = f"fanout-{run_id}-{agent}"
             session, run = await _session_turn(
-                registry, agent, child_request, session_name, sessions
+                registry, agent, child_request, session_name, context.sessions
             )
         else:
             run = await registry.start(agent, child_request)
@@ -252,18 +253,26 @@ async def _run_child(
             start_failure = spawn_reason(error)
     else:
         async with run:
-            result, timed_out = await _watch(run, number, cancel, timeout_seconds, observer)
+            result, timed_out = await _watch(run, number, cancel, context.timeout_seconds, observer)
             teardown = await run.dispose()
         if session is not None:
             teardown = await session.aclose() or teardown
     wall = anyio.current_time() - started
-    patch = await _patch_path(patches, number, agent, place)
+    name = f"{number}-{branch_label(agent)}"
+    patch = await _patch_path(context.patches, name, place)
     changes_error: str | None = None
     try:
         files = await changes(place, patch)
     except IsolationError as error:
         # The child can break its own place (delete files git needs): that is its outcome.
         files, changes_error = (), str(error)
+    verified: VerifyOutcome | None = None
+    if context.verifier is not None and protected is not None and start_failure is None:
+        if isinstance(observer, VerifyObserver):
+            observer.verifying(number)
+        verified = await context.verifier.check(
+            place, protected, f"{name}.verify.log", request.cancel
+        )
     return FanoutResult(
         number=number,
         agent=agent,
@@ -278,6 +287,8 @@ async def _run_child(
         start_failure=start_failure,
         changes_error=changes_error,
         session=session_name,
+        verify=verified,
+        run_id=run_id,
     )
 
 
@@ -309,11 +320,11 @@ async def _session_turn(
     return session, run
 
 
-async def _patch_path(patches: Path, number: int, agent: str, place: Place) -> Path | None:
+async def _patch_path(patches: Path, name: str, place: Place) -> Path | None:
     if place.base is None:
         return None
     await anyio.Path(patches).mkdir(parents=True, exist_ok=True)
-    return patches / f"{number}-{branch_label(agent)}.patch"
+    return patches / f"{name}.patch"
 
 
 async def _watch(

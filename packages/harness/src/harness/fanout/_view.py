@@ -1,10 +1,14 @@
 """How `harness fanout` shows its children: live rows while they run, then one table.
 
-- On a terminal (`LiveRows`): a rich live table on stderr, one row per child (its status,
-  elapsed time, tool calls, tokens so far), redrawn as events arrive; gone when the fan-out ends.
-- Not a terminal (`PlainRows`): one stderr line when a child starts and one when it ends.
-- At the end `summary_table` on stdout: agent, stop reason, wall time, tokens, cost, files
-  changed (+/−), diagnostic; `--json` prints `child_record`s and a `summary_record` instead.
+- On a terminal (`LiveRows`): a rich live table on stderr, one row per child: its state
+  (queued, starting, working, waiting for permission, verifying, done), the kind of its
+  current tool call, tool calls so far, tokens, cost and elapsed time, redrawn as events
+  arrive; gone when the fan-out ends.
+- Not a terminal (`PlainRows`): one stderr line when a child starts, when its verify starts,
+  and when it ends.
+- At the end `summary_table` on stdout, best first (`FanoutResult.rank`): agent, stop reason,
+  verify outcome (with `--verify`), wall time, tokens, cost, files changed (+/−), diagnostic;
+  `--json` prints `child_record`s and a summary instead.
 
 Every cell is built from closed values, numbers, configured names and safe diagnostics; the
 only child-written text anywhere is the JSON `output` and file paths, passed through for the
@@ -20,11 +24,14 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
-from subagent_core import MessageChunk, SubagentEvent, ThoughtChunk, ToolCallEvent, UsageEvent
+from subagent_core import PermissionEvent, SubagentEvent, ToolCallEvent, UsageEvent
 
-from ._run import FanoutResult
+from ._result import FanoutResult, by_rank
 
 _STOP_STYLE = {"completed": "green", "aborted": "yellow", "error": "red"}
+_VERIFY_STYLE = {"pass": "green", "fail": "red", "timeout": "yellow", "tampered": "bold red"}
+_LIVE_TOOL_CALLS = 10_000
+"""Tool calls a live row remembers by id (bounded memory; the count stops there)."""
 
 
 def tokens_cell(outcome: FanoutResult) -> str:
@@ -73,24 +80,39 @@ def stop_cell(outcome: FanoutResult) -> str:
     return reason
 
 
-def summary_table(outcomes: list[FanoutResult], *, title: str) -> Table:
-    """The comparison: one row per child, in the order the agents were given."""
+def verify_cell(outcome: FanoutResult) -> str:
+    """`pass`, `fail (exit 1)`, `timeout`, `tampered`, …; `—` when the check did not run."""
+    return "—" if outcome.verify is None else outcome.verify.cell
+
+
+def summary_table(outcomes: list[FanoutResult], *, title: str, verify: bool = False) -> Table:
+    """The comparison: one row per child, best first (by rank); a `verify` column with it."""
     table = Table(title=title)
-    for column in ("#", "agent", "stop reason", "wall", "tokens in / out", "cost", "files"):
+    columns = ["#", "agent", "stop reason"]
+    if verify:
+        columns.append("verify")
+    columns += ["wall", "tokens in / out", "cost", "files"]
+    for column in columns:
         table.add_column(column, no_wrap=column != "agent")
     table.add_column("diagnostic")
-    for outcome in outcomes:
+    for outcome in by_rank(outcomes):
         style = _STOP_STYLE.get(outcome.result.stop_reason, "")
-        table.add_row(
+        cells: list[str | Text] = [
             str(outcome.number),
             outcome.agent,
             Text(stop_cell(outcome), style=style),
+        ]
+        if verify:
+            status = outcome.verify.status if outcome.verify is not None else ""
+            cells.append(Text(verify_cell(outcome), style=_VERIFY_STYLE.get(status, "")))
+        cells += [
             f"{outcome.wall_seconds:.1f} s",
             tokens_cell(outcome),
             cost_cell(outcome),
             files_cell(outcome),
             outcome.result.diagnostic or "—",
-        )
+        ]
+        table.add_row(*cells)
     return table
 
 
@@ -99,19 +121,43 @@ def _count(value: int | None) -> str:
 
 
 class _Row:
-    """What the live view knows of one child."""
+    """What the live view knows of one child: closed facts and counts only."""
 
     def __init__(self, agent: str) -> None:
         self.agent = agent
-        self.status = "waiting"
+        self.state = "queued"
         self.started: float | None = None
         self.ended: float | None = None
         self.tools: set[str] = set()
+        self.tool_kind = "—"
+        self.pending: str | None = None
+        """The tool call that is pending (awaiting approval, in ACP's words), if any."""
         self.tokens = "—"
+        self.cost = "—"
+
+    def see(self, event: SubagentEvent) -> None:
+        """Takes one event's closed facts (never its text)."""
+        if isinstance(event, ToolCallEvent):
+            if len(self.tools) < _LIVE_TOOL_CALLS:
+                self.tools.add(event.call_id)
+            if event.kind is not None:
+                self.tool_kind = event.kind
+            if event.status == "pending":
+                self.pending = event.call_id
+            elif event.status is not None and event.call_id == self.pending:
+                self.pending = None
+        elif isinstance(event, PermissionEvent):
+            self.pending = None
+        elif isinstance(event, UsageEvent):
+            self.tokens = f"{_count(event.input_tokens)} / {_count(event.output_tokens)}"
+            if event.cost is not None:
+                self.cost = f"{event.cost.amount:.4f} {event.cost.currency}"
+        if self.state in ("starting", "working", "waiting for permission"):
+            self.state = "working" if self.pending is None else "waiting for permission"
 
 
 class PlainRows:
-    """One stderr line when a child starts and one when it ends (logs and pipes)."""
+    """One stderr line when a child starts, verifies and ends (logs and pipes)."""
 
     def started(self, number: int, agent: str) -> None:
         _err(f"fanout: #{number} {agent} started")
@@ -119,10 +165,15 @@ class PlainRows:
     def event(self, number: int, event: SubagentEvent) -> None:
         pass
 
+    def verifying(self, number: int) -> None:
+        _err(f"fanout: #{number} verifying")
+
     def finished(self, outcome: FanoutResult) -> None:
+        changed = files_cell(outcome) if outcome.files else "no file changed"
+        verified = "" if outcome.verify is None else f", verify {verify_cell(outcome)}"
         _err(
             f"fanout: #{outcome.number} {outcome.agent} {stop_cell(outcome)} after "
-            f"{outcome.wall_seconds:.1f} s, {files_cell(outcome) if outcome.files else 'no file changed'}"
+            f"{outcome.wall_seconds:.1f} s, {changed}{verified}"
         )
 
     def close(self) -> None:
@@ -149,32 +200,31 @@ class LiveRows:
 
     def started(self, number: int, agent: str) -> None:
         row = self._rows[number - 1]
-        row.status, row.started = "starting", self._clock()
+        row.state, row.started = "starting", self._clock()
 
     def event(self, number: int, event: SubagentEvent) -> None:
+        self._rows[number - 1].see(event)
+
+    def verifying(self, number: int) -> None:
         row = self._rows[number - 1]
-        if isinstance(event, MessageChunk):
-            row.status = "answering"
-        elif isinstance(event, ThoughtChunk):
-            row.status = "thinking"
-        elif isinstance(event, ToolCallEvent):
-            row.status = "working"
-            if len(row.tools) < 10_000:  # bounded memory
-                row.tools.add(event.call_id)
-        elif isinstance(event, UsageEvent):
-            row.tokens = f"{_count(event.input_tokens)} / {_count(event.output_tokens)}"
+        row.state, row.pending = "verifying", None
 
     def finished(self, outcome: FanoutResult) -> None:
         row = self._rows[outcome.number - 1]
-        row.status, row.ended = stop_cell(outcome), self._clock()
-        row.tokens = tokens_cell(outcome)
+        done = stop_cell(outcome)
+        if outcome.verify is not None:
+            done += f", {verify_cell(outcome)}"
+        row.state, row.ended = f"done ({done})", self._clock()
+        row.tokens, row.cost = tokens_cell(outcome), cost_cell(outcome)
+        row.pending = None
 
     def close(self) -> None:
         self._live.stop()
 
     def _render(self) -> Table:
         table = Table(title="fan-out", expand=False)
-        for column in ("#", "agent", "status", "elapsed", "tools", "tokens in / out"):
+        columns = ("#", "agent", "state", "tool", "tool calls", "tokens in / out", "cost")
+        for column in (*columns, "elapsed"):
             table.add_column(column, no_wrap=True)
         now = self._clock()
         for number, row in enumerate(self._rows, start=1):
@@ -182,7 +232,14 @@ class LiveRows:
             if row.started is not None:
                 elapsed = f"{(row.ended or now) - row.started:.1f} s"
             table.add_row(
-                str(number), row.agent, row.status, elapsed, str(len(row.tools)), row.tokens
+                str(number),
+                row.agent,
+                row.state,
+                row.tool_kind,
+                str(len(row.tools)),
+                row.tokens,
+                row.cost,
+                elapsed,
             )
         return table
 
@@ -225,10 +282,31 @@ def child_record(outcome: FanoutResult, *, kept: bool) -> dict[str, Any]:
         "changes_error": outcome.changes_error,
         "isolation_path": str(outcome.isolation_path) if kept and outcome.isolation_path else None,
         "branch": outcome.branch if kept else None,
+        "rank": outcome.rank,
+        "verify": verify_record(outcome),
     }
     if outcome.session is not None:
         record["session"] = outcome.session
     return record
+
+
+def verify_record(outcome: FanoutResult) -> dict[str, Any] | None:
+    """The verify's closed facts for `--json`: status, exit code or signal, seconds, how many
+    protected files there were and how many the child changed, the log's path. Never the
+    command's output, nor the names of the files the child changed."""
+    verify = outcome.verify
+    if verify is None:
+        return None
+    return {
+        "status": verify.status,
+        "exit_code": verify.exit_code,
+        "signal": verify.signal,
+        "seconds": round(verify.seconds, 3),
+        "protected": verify.protected,
+        "protected_changed": len(verify.tampered),
+        "start_failure": verify.start_failure,
+        "log": None if verify.log is None else str(verify.log),
+    }
 
 
 def _err(line: str) -> None:
