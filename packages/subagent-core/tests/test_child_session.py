@@ -657,3 +657,26 @@ def subprocess_run(argv: list[str]) -> str:
     return subprocess.run(
         argv, check=True, capture_output=True, text=True, encoding="utf-8", timeout=60
     ).stdout.strip()
+
+
+@settings(max_examples=6)
+@given(text=hostile_ids)
+async def test_no_child_text_reaches_a_span(tmp_path_factory, text: str) -> None:
+    """Whatever the prompt, the child's answer and its own session id hold, a span carries
+    none of it: names, attributes and events are closed facts and counts."""
+    tmp = tmp_path_factory.mktemp("hostile-spans")
+    sid = tmp / "sid"
+    sid.write_text(text, encoding="utf-8", errors="replace")
+    registry = _registry(LineProvider(env={"TURNS_SESSION_ID_FILE": str(sid)}))
+    prompt = "usage " + text.replace("\n", " ")[:2000]
+    with recorded_spans() as exporter, anyio.fail_after(60):
+        async with await registry.open_session(PROVIDER, SessionRequest(cwd=tmp)) as session:
+            for turn in (prompt, "die"):
+                async with await session.run(turn) as run:
+                    await run.result()
+        finished = exporter.get_finished_spans()
+    assert finished
+    carried = " ".join(value for span in finished for value in _texts(span))
+    probe = text.replace("\n", " ").strip()[:32]
+    if len(probe) >= 4:
+        assert probe not in carried
