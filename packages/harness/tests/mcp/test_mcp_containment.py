@@ -193,7 +193,7 @@ async def test_sixteen_calls_never_have_more_than_four_children_alive(root: Any,
                 for _ in range(16):
                     calls.start_soon(call)
                 await kit.settle(lambda: len(kit.fake_children()) == 4, seconds=60)
-                gate.write_text("open")
+                gate.write_text("open", encoding="utf-8")
             tg.cancel_scope.cancel()
     assert [r.structured_content["stop_reason"] for r in results] == ["completed"] * 16
     assert most == 4
@@ -207,7 +207,7 @@ async def test_a_call_past_the_queue_is_refused_at_once(root: Any, kit: Any) -> 
         first = await call("delegate_start", {"agent": "gated", "prompt": "a"})
         second = await call("delegate_start", {"agent": "gated", "prompt": "b"})
         third = await call("delegate", {"agent": "gated", "prompt": "c"})
-        gate.write_text("open")
+        gate.write_text("open", encoding="utf-8")
         for started in (first, second):
             run_id = started.structured_content["run_id"]
             done = await call("delegate_result", {"run_id": run_id, "wait_seconds": 60})

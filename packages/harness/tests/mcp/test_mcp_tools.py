@@ -120,7 +120,7 @@ async def test_a_completed_delegate_carries_answer_usage_and_the_changed_file_co
         result = await server.session.call_tool("delegate", {"agent": "fake", "prompt": "go"})
     assert (result.is_error, _text(result)) == (False, "hello from the fake")
     assert result.structured_content == _result(files_changed=1)
-    assert (root.path / "made-by-child.txt").read_text() == "new"
+    assert (root.path / "made-by-child.txt").read_text(encoding="utf-8") == "new"
 
 
 async def test_a_crashing_child_is_an_error_with_exactly_the_safe_diagnostic(
@@ -240,7 +240,7 @@ async def test_a_started_run_is_followed_to_its_result_and_another_is_cancelled(
                 await anyio.sleep(0.05)
                 status = await call("delegate_status", {"run_id": run_id})
         early = await call("delegate_result", {"run_id": run_id})
-        gate.write_text("open")
+        gate.write_text("open", encoding="utf-8")
         late = await call("delegate_result", {"run_id": run_id, "wait_seconds": 60})
         doomed = await call("delegate_start", {"agent": "hang", "prompt": "go"})
         doomed_id = doomed.structured_content["run_id"]
@@ -302,7 +302,7 @@ async def test_fanout_compares_the_children_and_names_each_patch(git_root: Any, 
     assert patch is not None
     assert Path(patch).name == "1-writer.patch"
     assert Path(patch).is_relative_to(root.state)
-    assert "notes.txt" in await anyio.Path(patch).read_text()
+    assert "notes.txt" in await anyio.Path(patch).read_text(encoding="utf-8")
     assert writer == {
         "number": 1,
         "agent": "writer",
@@ -477,9 +477,10 @@ async def test_approve_is_every_childs_permission(root: Any, kit: Any) -> None:
     asks = [{"tool_kind": "read"}, {"tool_kind": "edit"}]
     root.agent("asker", {"text": "", "permission": asks})
     (root.path / "harness.toml").write_text(
-        (root.path / "harness.toml").read_text()
+        (root.path / "harness.toml").read_text(encoding="utf-8")
         + '\n[providers.sdk-fake]\nkind = "sdk"\n'
-        + f'command = "{sys.executable}"\nargs = ["-m", "subagent_sdk.testing"]\n'
+        + f'command = "{sys.executable}"\nargs = ["-m", "subagent_sdk.testing"]\n',
+        encoding="utf-8",
     )
     arguments = {"agent": "asker", "prompt": "go"}
     async with kit.open(root) as server:
