@@ -116,11 +116,14 @@ DOUBLE_FORK = textwrap.dedent(
     """
     import os, signal, time
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    up, told = os.pipe()
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
+            os.write(told, b"x")  # the daemon exists before the leader says ready
             time.sleep(600)
         os._exit(0)
+    os.read(up, 1)
     print("ready", flush=True)
     time.sleep(600)
     """
