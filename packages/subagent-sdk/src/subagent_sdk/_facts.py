@@ -1,7 +1,7 @@
 """The SDK provider's closed facts: turn-end and error classes → stop reason and failure.
 
 Only closed values and error classes are read; a message, a raw reason or the stderr tail never
-is. The stages are the SDK's own (`diagnostics.md`): `initialize` (the spawn and the handshake),
+is. The stages are the SDK's own: `initialize` (the spawn and the handshake),
 `session-run` (the prompt and its turn), `shutdown` (the runtime's release).
 """
 

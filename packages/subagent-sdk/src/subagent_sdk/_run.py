@@ -13,7 +13,7 @@ prompt to the session queues behind it, and its receipt, should it arrive during
 is passed over. Goodbye: `shutdown` with stdin EOF right behind it (the ladder's EOF grace runs
 from there).
 
-The SDK names the lifecycle's own failures its way (`diagnostics.md`): a spawn failure is
+The SDK names the lifecycle's own failures its way: a spawn failure is
 `initialize` / `transport`, a process exit is `transport` with the figures (at `session-run`
 during a turn), and the line of a tree not confirmed gone is `stage: shutdown`.
 """
