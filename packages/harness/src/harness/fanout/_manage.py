@@ -53,7 +53,7 @@ def list_command(*, json: bool, limit: int) -> int:
         best = _best(record)
         table.add_row(
             record.run,
-            record.started_at.replace("T", " ").removesuffix("+00:00"),
+            record.started_at.replace("T", " ")[:19],  # to the second, for a person
             str(len(record.children)) if record.finished_at else "did not finish",
             str(sum(child.result.stop_reason == "completed" for child in record.children)),
             _verify_summary(record),

@@ -98,8 +98,9 @@ class RunRecord:
 
 
 def now_iso() -> str:
-    """The current UTC time, ISO 8601 to the second."""
-    return datetime.now(UTC).replace(microsecond=0).isoformat()
+    """The current UTC time, ISO 8601 to the microsecond: two runs started within one second
+    still sort in the order they started (`list_runs`, and the latest run by default)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def write_record(record: RunRecord) -> None:
