@@ -30,7 +30,7 @@ def test_the_provider_never_imports_the_agent_sdk() -> None:
 
 def test_the_fake_cli_imports_only_the_standard_library() -> None:
     code = (
-        "import sys, subagent_claude.testing._fake_claude;"
+        "import sys, subagent_claude.testing._fake;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('anyio', 'subagent_core', 'claude_agent_sdk')))"
     )

@@ -18,5 +18,5 @@ def test_the_fake_runtime_is_built_on_the_public_wire_only() -> None:
     """The fake runtime speaks the wire through `subagent_sdk.wire`, as any runtime would;
     it never reaches into the client or the provider."""
     graph = import_graph(Path(subagent_sdk.__file__).parent, "subagent_sdk")
-    for module in ("subagent_sdk.testing._runtime", "subagent_sdk.testing._script"):
+    for module in ("subagent_sdk.testing._fake", "subagent_sdk.testing._script"):
         assert graph[module] <= {"subagent_sdk.wire", "subagent_sdk.testing._script"}, module

@@ -24,11 +24,17 @@ session's servers when its process ends).
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
-from acp.schema import InitializeResponse, LoadSessionResponse, ResumeSessionResponse
+from acp.schema import InitializeResponse
+from subagent_core.kit import ChildFailure, Failure
 
-from ._bridge import MCPServer, Session
+from ._bridge import MCPServer, Session, classify_error
+from ._options import SessionAnswer
+
+_log = logging.getLogger("subagent_acp")
 
 ReopenMethod = Literal["resume", "load"]
 
@@ -45,10 +51,34 @@ def reopen_method(initialized: InitializeResponse) -> ReopenMethod | None:
 
 
 async def reopen(
-    session: Session, method: ReopenMethod, session_id: str, cwd: str, servers: list[MCPServer]
-) -> LoadSessionResponse | ResumeSessionResponse:
-    """The request that continues `session_id` in this child (its answer's modes and options
-    are matched against the configured mode and model, as `session/new`'s are)."""
-    if method == "resume":
-        return await session.resume_session(session_id, cwd, servers)
-    return await session.load_session(session_id, cwd, servers)
+    session: Session,
+    initialized: InitializeResponse,
+    session_id: str,
+    cwd: str,
+    servers: list[MCPServer],
+    *,
+    classify: Callable[[Exception], Awaitable[Failure]],
+) -> SessionAnswer:
+    """Continues `session_id` in this child, by the method its `initialize` advertised.
+
+    The answer's modes and options are matched against the configured mode and model, as
+    `session/new`'s are. `classify` is the child's rule for a failed handshake request.
+
+    Raises:
+        ChildFailure: `configuration` when the agent continues no session, `resume-miss` when
+            it answered with an error (it no longer knows the id, or refuses it), else the
+            failure `classify` found (a lost child, `authentication`).
+    """
+    method = reopen_method(initialized)
+    if method is None:
+        _log.info("ACP child: the agent offers neither session/resume nor session/load")
+        raise ChildFailure(Failure("new-session", "configuration"))
+    try:
+        if method == "resume":
+            return await session.resume_session(session_id, cwd, servers)
+        return await session.load_session(session_id, cwd, servers)
+    except Exception as error:
+        failure = await classify(error)
+        if classify_error(error) == "rpc-error" and failure.category == "transport":
+            failure = Failure("new-session", "resume-miss")
+        raise ChildFailure(failure) from error

@@ -14,16 +14,15 @@ crossed budget) is interrupted with a `session/cancel` notification. The prompt 
 a service task, so it hears its answer even after its turn was interrupted: the next turn's
 prompt waits for that answer, so neither it nor the updates before it can reach the next turn.
 
-The child's service task holds its terminals (a task group of their own, ended before the
-ladder: by `close_child`, or as soon as the child exits) and, once the kit ends the services
-after the ladder, closes the SDK connection.
+The child's service task (its terminals, then the connection's close) is `_services`; the
+recorded session a cold resume continues is reopened by `_resume`.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -31,7 +30,6 @@ import anyio
 from acp.schema import InitializeResponse
 from subagent_core import Cost, SubagentRequest, SubagentResult, Usage
 from subagent_core.kit import (
-    CLOSE_SECONDS,
     ChildCommand,
     ChildFailure,
     ChildLink,
@@ -42,15 +40,15 @@ from subagent_core.kit import (
     TurnDriver,
 )
 
-from ._bridge import MCPServer, PromptAnswer, Session, classify_error
+from ._bridge import PromptAnswer, Session, classify_error
 from ._config import ACPConfig
 from ._facts import map_stop_reason, unexpected
 from ._fs import WorkspaceFiles
 from ._mcp import mcp_servers_for
 from ._options import SessionAnswer, apply_option, session_options
-from ._resume import reopen, reopen_method
+from ._resume import reopen
+from ._services import AFTER_LADDER_SECONDS, ChildServices
 from ._spawn import capabilities_for, open_session
-from ._terminals import LADDER_SECONDS, Terminals
 from ._transcript import Transcript
 from ._transport import SessionUpdate
 
@@ -66,8 +64,7 @@ def new_session(config: ACPConfig, child: ACPChild) -> ChildSession:
         config,
         permission_protocol="ACP",
         reject_with_option=False,
-        # Terminals still ending and the connection's close follow the child's ladder.
-        extra_dispose_seconds=LADDER_SECONDS + CLOSE_SECONDS,
+        extra_dispose_seconds=AFTER_LADDER_SECONDS,
         log=_log,
     )
 
@@ -106,8 +103,7 @@ class ACPChild(ChildProtocol):
         """The ACP session every turn prompts (set once the handshake opened or reopened it)."""
         self._driver: ACPTurn | None = None
         self._prompting: ACPTurn | None = None
-        self._closing = anyio.Event()
-        self._terminals_ended = anyio.Event()
+        self._services = ChildServices(cwd, terminals=config.terminal)
         self.lost = False
         """Set by a warm pool that lost the child before it could be driven."""
         self.on_under_way: Callable[[], None] | None = None
@@ -152,7 +148,7 @@ class ACPChild(ChildProtocol):
         )
         session.transport.on_update = self._on_update
         session.transport.on_frame = link.touch
-        link.start_soon(self._serve, link, session)
+        link.start_soon(self._services.serve, link, session)
         initialized = self._initialized
         if initialized is None:
             initialized = await self._call(link, session.initialize(capabilities_for(config)))
@@ -163,7 +159,10 @@ class ACPChild(ChildProtocol):
             raise ChildFailure(Failure("new-session", "configuration"))
         response: SessionAnswer
         if self._resume is not None:
-            response = await self._reopen(link, initialized, self._resume, servers)
+            classify = partial(self.failure, link, "new-session")
+            response = await reopen(
+                session, initialized, self._resume, str(self._cwd), servers, classify=classify
+            )
             self.session_id = self._resume
         else:
             answer = await self._call(link, session.new_session(str(self._cwd), servers))
@@ -178,26 +177,6 @@ class ACPChild(ChildProtocol):
                 _log.info("ACP child: the child does not offer the configured mode/model")
                 raise ChildFailure(Failure("new-session", "configuration"))
             await self._call(link, apply_option(session, self.session_id, step))
-
-    async def _reopen(
-        self,
-        link: ChildLink,
-        initialized: InitializeResponse,
-        session_id: str,
-        servers: list[MCPServer],
-    ) -> SessionAnswer:
-        """Continues the recorded session (`_resume`): a refusal is a `resume-miss`."""
-        method = reopen_method(initialized)
-        if method is None:
-            _log.info("ACP child: the agent offers neither session/resume nor session/load")
-            raise ChildFailure(Failure("new-session", "configuration"))
-        try:
-            return await reopen(self.session, method, session_id, str(self._cwd), servers)
-        except Exception as error:
-            failure = await self.failure(link, "new-session", error)
-            if classify_error(error) == "rpc-error" and failure.category == "transport":
-                failure = Failure("new-session", "resume-miss")
-            raise ChildFailure(failure) from error
 
     async def _call(self, link: ChildLink, request: Awaitable[T]) -> T:
         """One handshake request; a refused or lost one raises its classified failure."""
@@ -226,46 +205,14 @@ class ACPChild(ChildProtocol):
             return Failure(stage, "transport")
         return unexpected(stage)
 
-    # -- the services ----------------------------------------------------------------------------
-
-    async def _serve(self, link: ChildLink, session: Session) -> None:
-        """The child's service task: its terminals while it serves, then, once the kit ends
-        the services after the ladder, the connection's close."""
-        try:
-            if self._config.terminal:
-                await self._hold_terminals(link, session)
-            self._terminals_ended.set()
-            await anyio.sleep_forever()
-        finally:
-            self._terminals_ended.set()
-            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_SECONDS):
-                await session.close()
-
-    async def _hold_terminals(self, link: ChildLink, session: Session) -> None:
-        """Runs the child's terminals until it is closing or gone; their trees end first."""
-        try:
-            async with anyio.create_task_group() as group:
-                terminals = Terminals(group, self._cwd)
-                session.client.terminals = terminals
-                group.start_soon(self._close_on_exit, link)
-                try:
-                    await self._closing.wait()
-                finally:
-                    terminals.close()
-                    group.cancel_scope.cancel()
-        finally:
-            session.client.terminals = None
-
-    async def _close_on_exit(self, link: ChildLink) -> None:
-        await link.wait_exit(math.inf)
-        self._closing.set()
+    # -- the goodbye -----------------------------------------------------------------------------
 
     async def close_child(self, link: ChildLink) -> None:
         """Interrupts a prompt still running (a dispose mid-turn) and ends the terminals."""
-        self._closing.set()
+        self._services.close()
         if self._driver is not None:
             await self._driver.interrupt()
-        await self._terminals_ended.wait()
+        await self._services.wait_terminals_ended()
 
     # -- what the connection reports (the SDK's reader) ------------------------------------------
 

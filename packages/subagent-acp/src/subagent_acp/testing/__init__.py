@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Mapping
 
-from ._fake_child import run_fake_child
+from ._fake import run_fake_child
 from ._script import KNOB_ENV_PREFIX as KNOB_ENV_PREFIX
 from ._script import KNOBS as KNOBS
 from ._script import SCRIPT_ENV as SCRIPT_ENV

@@ -2,8 +2,9 @@
 
 This module is what a test writes (a JSON object of known knobs, from `--script`,
 `--script-json`, `ACP_FAKE_SCRIPT[_FILE]` or `ACP_FAKE_<KNOB>`) and the small readers the
-server loop uses to take it apart without trusting its shape; `_fake_child` is the server
-loop that plays it. Standard library only, like the child itself.
+server loop uses to take it apart without trusting its shape; `_fake` is the server loop
+that plays it and `_stored_sessions` the sessions it keeps. Standard library only, like
+the child itself.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ KNOBS = frozenset(
         "concurrent_permissions",
         "echo_pid",
         "keepalive",
-        # Sessions: several turns, and sessions another process reopens (`_sessions`).
+        # Sessions: several turns, and sessions another process reopens (`_stored_sessions`).
         "turns",
         "echo_history",
         "echo_prompt",

@@ -14,9 +14,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from ._fake_claude import FRAMES_DIR as FRAMES_DIR
-from ._fake_claude import captured as captured
-from ._fake_claude import run_fake_claude
+from ._fake import FRAMES_DIR as FRAMES_DIR
+from ._fake import captured as captured
+from ._fake import run_fake_claude
 from ._messages_stub import Block as Block
 from ._messages_stub import MessagesStub as MessagesStub
 from ._messages_stub import Recorded as Recorded

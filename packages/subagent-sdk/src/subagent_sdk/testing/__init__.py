@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from ._runtime import main as main
+from ._fake import main as main
 from ._script import SCRIPT_ENV as SCRIPT_ENV
 from ._script import SCRIPT_FILE_ENV as SCRIPT_FILE_ENV
 from ._script import FakeScript as FakeScript

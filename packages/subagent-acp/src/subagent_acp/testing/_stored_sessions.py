@@ -1,4 +1,4 @@
-"""The fake ACP agent's sessions: each one's conversation, kept where another process finds it.
+"""The fake ACP agent's stored sessions: each conversation, kept where another process finds it.
 
 With the `state_dir` knob (or `ACP_FAKE_STATE_DIR`) every session is a JSON file in that folder
 — its id, its cwd, its prompts and the answers the fake gave — named by a digest of the id, so

@@ -4,7 +4,7 @@ It uses only the standard library so it starts in a few milliseconds (importing 
 about a second); the package tests drive it with the SDK's own client to prove its frames are
 valid ACP. It is single-threaded: one loop reads stdin line by line, and a prompt's work is a
 generator that pauses whenever it waits for the client's answer to a request it sent. The
-scenario it plays (the knobs and their loading) is `_script`.
+scenario it plays is `_script`; the sessions it keeps for a later process, `_stored_sessions`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ._script import (
     split_text,
     turn_script,
 )
-from ._sessions import SessionBook, agent_capabilities
+from ._stored_sessions import SessionBook, agent_capabilities
 
 
 class FakeChild:
