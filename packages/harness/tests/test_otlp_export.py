@@ -10,18 +10,22 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 from collections.abc import Iterator, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from subagent_acp.testing import script_env
+from subagent_core.testing import OTLPReceiver
 
-trace_service = pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
+pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+
+SPAN_KIND_INTERNAL = 1
+SPAN_KIND_CLIENT = 3
+STATUS_CODE_UNSET = 0
+STATUS_CODE_ERROR = 2
 
 SCRIPT = Path(sys.executable).with_name("harness")
 SECRET = "sk-otlp-secret-42"
@@ -31,61 +35,10 @@ GRACES = (
 )
 
 
-class Receiver:
-    """An OTLP/HTTP traces endpoint that keeps every span it is sent."""
-
-    def __init__(self) -> None:
-        self.spans: list[Any] = []
-        self._lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                """Quiet."""
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                request = trace_service.ExportTraceServiceRequest()
-                request.ParseFromString(body)
-                with receiver._lock:
-                    for resource in request.resource_spans:
-                        for scope in resource.scope_spans:
-                            receiver.spans.extend(scope.spans)
-                self.send_response(200)
-                self.send_header("content-type", "application/x-protobuf")
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    @property
-    def endpoint(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    server = Receiver()
-    yield server
-    server.close()
-
-
-def _attributes(span: Any) -> dict[str, object]:
-    values: dict[str, object] = {}
-    for item in span.attributes:
-        kind = item.value.WhichOneof("value")
-        value = getattr(item.value, kind)
-        if kind == "array_value":
-            value = tuple(getattr(v, v.WhichOneof("value")) for v in value.values)
-        values[item.key] = value
-    return values
+def receiver() -> Iterator[OTLPReceiver]:
+    with OTLPReceiver() as server:
+        yield server
 
 
 def _workspace(tmp_path: Path, name: str, script: Mapping[str, Any]) -> Path:
@@ -100,7 +53,7 @@ def _workspace(tmp_path: Path, name: str, script: Mapping[str, Any]) -> Path:
     return workspace
 
 
-async def _delegate(workspace: Path, name: str, receiver: Receiver) -> tuple[int, str, str]:
+async def _delegate(workspace: Path, name: str, receiver: OTLPReceiver) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "OTEL_"))}
     env |= {
         "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
@@ -114,7 +67,7 @@ async def _delegate(workspace: Path, name: str, receiver: Receiver) -> tuple[int
 
 
 async def test_a_delegation_is_one_client_span_with_closed_facts(
-    tmp_path: Path, receiver: Receiver
+    tmp_path: Path, receiver: OTLPReceiver
 ) -> None:
     workspace = _workspace(tmp_path, "child", {"text": f"answer {SECRET}"})
     code, out, err = await _delegate(workspace, "child", receiver)
@@ -122,20 +75,20 @@ async def test_a_delegation_is_one_client_span_with_closed_facts(
     assert SECRET in out
     [span] = receiver.spans
     assert span.name == "invoke_agent child"
-    assert span.kind == span.SPAN_KIND_CLIENT
-    assert span.parent_span_id == b""
-    attributes = _attributes(span)
+    assert span.kind == SPAN_KIND_CLIENT
+    assert span.parent_span_id == ""
+    attributes = span.attributes
     assert attributes == {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "child",
         "gen_ai.response.finish_reasons": ("completed",),
     }
-    assert span.status.code == span.status.STATUS_CODE_UNSET
+    assert span.status_code == STATUS_CODE_UNSET
     assert SECRET not in str(span)
 
 
 async def test_a_crashed_child_span_is_an_error_with_its_category_only(
-    tmp_path: Path, receiver: Receiver
+    tmp_path: Path, receiver: OTLPReceiver
 ) -> None:
     script = {
         "text": "Working",
@@ -146,13 +99,13 @@ async def test_a_crashed_child_span_is_an_error_with_its_category_only(
     code, _, err = await _delegate(workspace, "crasher", receiver)
     assert code == 1, err
     [span] = receiver.spans
-    assert span.status.code == span.status.STATUS_CODE_ERROR
-    assert _attributes(span)["error.type"] == "process-exit"
+    assert span.status_code == STATUS_CODE_ERROR
+    assert span.attributes["error.type"] == "process-exit"
     assert SECRET not in str(span)
 
 
 async def test_without_the_variables_nothing_is_exported(
-    tmp_path: Path, receiver: Receiver
+    tmp_path: Path, receiver: OTLPReceiver
 ) -> None:
     workspace = _workspace(tmp_path, "child", {"text": "plain"})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "OTEL_"))}
@@ -165,7 +118,7 @@ async def test_without_the_variables_nothing_is_exported(
 
 
 async def test_a_fanout_is_one_workflow_span_over_its_children(
-    tmp_path: Path, receiver: Receiver
+    tmp_path: Path, receiver: OTLPReceiver
 ) -> None:
     workspace = _workspace(tmp_path, "child", {"text": "done"})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "OTEL_"))}
@@ -182,8 +135,8 @@ async def test_a_fanout_is_one_workflow_span_over_its_children(
     [workflow] = [span for span in receiver.spans if span.name == "invoke_workflow fanout"]
     children = [span for span in receiver.spans if span.name == "invoke_agent child"]
     assert len(receiver.spans) == 3
-    assert workflow.kind == workflow.SPAN_KIND_INTERNAL
-    assert _attributes(workflow) == {
+    assert workflow.kind == SPAN_KIND_INTERNAL
+    assert workflow.attributes == {
         "gen_ai.operation.name": "invoke_workflow",
         "gen_ai.agent.name": "fanout",
     }

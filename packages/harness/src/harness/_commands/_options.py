@@ -103,7 +103,7 @@ JSONOption = Annotated[
     bool,
     typer.Option(
         "--json",
-        help="Machine-readable output: one JSON object per line (schema in the README).",
+        help="Machine-readable output: one JSON object per line (schema: docs/json-output.md).",
     ),
 ]
 ShowThinkingOption = Annotated[

@@ -4,7 +4,7 @@
 HARNESS_STATE_DIR, else the XDG state dir (~/.local/state/harness): state_dir()
 ├── sessions/         the sessions `delegate --session NAME` keeps      sessions_root()
 ├── child-stderr/     each command's children's stderr logs             child_stderr_root()
-├── fanout/<run>/     a fan-out's patches                               fanout_patch_dir()
+├── fanout/<run>/     a fan-out's record, verify logs, patches, report  fanout_run_dir()
 └── (the servers' stored conversations, or under their --state-dir)     default_state_dir()
 ```
 
@@ -26,7 +26,7 @@ SESSIONS_DIR: Final = "sessions"
 CHILD_STDERR_DIR: Final = "child-stderr"
 """The children's stderr logs' folder under the state directory."""
 FANOUT_DIR: Final = "fanout"
-"""The fan-out patches' folder under the state directory."""
+"""The folder under the state directory that holds every fan-out's own folder."""
 
 
 def default_state_dir() -> Path:
@@ -54,9 +54,14 @@ def child_stderr_root() -> Path:
     return state_dir() / CHILD_STDERR_DIR
 
 
-def fanout_patch_dir(run_id: str) -> Path:
-    """Where a fan-out's patches go by default: `fanout/<run>` under the state directory."""
-    return state_dir() / FANOUT_DIR / run_id
+def fanout_runs_root() -> Path:
+    """Where every fan-out's folder lives: `fanout/` under the state directory."""
+    return state_dir() / FANOUT_DIR
+
+
+def fanout_run_dir(run_id: str) -> Path:
+    """One fan-out's folder (its record, verify logs and, by default, its patches)."""
+    return fanout_runs_root() / run_id
 
 
 def workspace_path(workspace: Path | None) -> Path:

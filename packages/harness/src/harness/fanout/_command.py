@@ -271,12 +271,14 @@ async def _write_report(run_id: str, path: Path | None) -> Path | None:
     """The run's page, from its record: to `path`, or None when no report was asked for."""
     if path is None:
         return None
-    from ._record import RecordError, read_record, runs_root
+    from harness._config.paths import fanout_run_dir
+
+    from ._record import RecordError, read_record
     from ._report import write_report
 
     def write() -> Path | None:
         try:
-            return write_report(read_record(runs_root() / run_id), path)
+            return write_report(read_record(fanout_run_dir(run_id)), path)
         except (OSError, RecordError):
             _err(f"harness: the report could not be written to {path}")
             return None

@@ -1,6 +1,6 @@
 """Each fan-out's folder under the state directory, and the small record kept there.
 
-    <state>/fanout/<run>/                 runs_root() / run id
+    <state>/fanout/<run>/                 fanout_run_dir(run id) in harness._config.paths
     ├── run.json        RunRecord: when, where (workspace, repository, start point, HEAD), how
     │                   (isolation, agents, verify command), and every child's closed facts
     ├── <n>-<agent>.patch         its patch (unless --patches put them elsewhere)
@@ -27,7 +27,7 @@ from typing import Any, Final, cast
 
 from subagent_core import Cost, SubagentResult, Usage
 
-from harness._config.paths import state_dir
+from harness._config.paths import fanout_runs_root
 
 from ._isolation import FileChange
 from ._result import FanoutResult
@@ -35,12 +35,6 @@ from ._verify import VerifyOutcome
 
 RECORD_NAME: Final = "run.json"
 RECORD_VERSION: Final = 1
-FANOUT_FOLDER: Final = "fanout"
-
-
-def runs_root() -> Path:
-    """Where every fan-out's folder lives: `fanout/` under the harness state directory."""
-    return state_dir() / FANOUT_FOLDER
 
 
 class RecordError(Exception):
@@ -194,8 +188,8 @@ def read_record(folder: Path) -> RunRecord:
 
 
 def list_runs(root: Path | None = None) -> list[RunRecord]:
-    """Every readable run under `root` (default `runs_root()`), newest first."""
-    base = root or runs_root()
+    """Every readable run under `root` (default: `fanout/` under the state directory), newest first."""
+    base = root or fanout_runs_root()
     try:
         folders = [entry for entry in base.iterdir() if entry.is_dir()]
     except OSError:

@@ -39,7 +39,7 @@ from subagent_core import (
 )
 from subagent_core.kit import workflow_span
 
-from harness._config.paths import fanout_patch_dir
+from harness._config.paths import fanout_run_dir, fanout_runs_root
 from harness._console.start_failure import spawn_reason
 
 from ._git import IsolationError
@@ -52,7 +52,7 @@ from ._isolation import (
     changes,
     open_isolation,
 )
-from ._record import RunRecord, now_iso, runs_root, write_record
+from ._record import RunRecord, now_iso, write_record
 from ._result import FanoutObserver, FanoutResult, VerifyObserver, ranked
 from ._verify import DEFAULT_VERIFY_TIMEOUT_SECONDS, Verifier, VerifyOutcome
 
@@ -66,7 +66,7 @@ def default_patch_dir(run_id: str) -> Path:
     `HARNESS_STATE_DIR` when set, else the user's XDG state directory; the patches outlive the
     worktrees, which is why they are not kept in the temporary directory.
     """
-    return fanout_patch_dir(run_id)
+    return fanout_run_dir(run_id)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,7 +140,7 @@ async def run_fanout(
     limiter = anyio.CapacityLimiter(concurrency or len(agents))
     outcomes: dict[int, FanoutResult] = {}
     async with open_isolation(isolation, workspace, keep=keep) as places:
-        folder = (runs_dir or runs_root()) / places.run_id
+        folder = (runs_dir or fanout_runs_root()) / places.run_id
         verifier = None
         if verify is not None:
             verifier = Verifier(

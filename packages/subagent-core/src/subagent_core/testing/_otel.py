@@ -188,10 +188,7 @@ def decode_spans(body: bytes) -> list[ReceivedSpan]:
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
-                attributes: dict[str, object] = {}
-                for item in span.attributes:
-                    field = item.value.WhichOneof("value")
-                    attributes[item.key] = None if field is None else getattr(item.value, field)
+                attributes = {item.key: _attribute_value(item.value) for item in span.attributes}
                 spans.append(
                     ReceivedSpan(
                         name=span.name,
@@ -204,6 +201,16 @@ def decode_spans(body: bytes) -> list[ReceivedSpan]:
                     )
                 )
     return spans
+
+
+def _attribute_value(value: Any) -> object:
+    """One OTLP `AnyValue` as Python: a scalar, or a tuple for an array (as the SDK records it)."""
+    field = value.WhichOneof("value")
+    if field is None:
+        return None
+    if field == "array_value":
+        return tuple(_attribute_value(item) for item in value.array_value.values)
+    return getattr(value, field)
 
 
 def _handler_for(receiver: OTLPReceiver) -> type[BaseHTTPRequestHandler]:
