@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import anyio
-import anyio.abc
 import pytest
 from harness._demo.bodies import SECRET as DEMO_SECRET
 from model_agent.testing import open_scripted_model_server
 from subagent_acp.testing import script_env
-from subagent_core.kit import open_managed_process
 
 SCRIPT = Path(sys.executable).with_name("harness")
 SECRET = "sk-child-stderr-7f3a9e"
@@ -33,6 +31,9 @@ GRACES = (
 LOGGED = ("crasher", "claude-crasher", "codex-crasher")
 """The providers whose children's stderr is logged (the SDK client keeps its own tail)."""
 ALL = (*LOGGED, "sdk-crasher")
+
+Output = tuple[int, str, str]
+ConsoleScript = Callable[[list[str], Mapping[str, str]], Awaitable[Output]]
 
 
 def _table(name: str, kind: str, command: str, args: list[str], env: Mapping[str, str]) -> str:
@@ -84,27 +85,16 @@ def _env(place: Mapping[str, Path]) -> dict[str, str]:
     }
 
 
-async def _harness(args: list[str], env: Mapping[str, str]) -> tuple[int, str, str]:
+@pytest.fixture
+def console_script(run_harness: Callable[..., Awaitable[Output]]) -> ConsoleScript:
     """The console script with exactly `env`; both pipes read to their end, its tree reaped."""
-    assert SCRIPT.is_file(), "the harness console script is installed beside the interpreter"
-    with anyio.fail_after(120):
-        async with open_managed_process(
-            [str(SCRIPT), *args], env=env, stdin="devnull", stderr="pipe"
-        ) as process:
-            assert process.stdout is not None
-            assert process.stderr is not None
-            out, err = bytearray(), bytearray()
 
-            async def drain(stream: anyio.abc.ByteReceiveStream, into: bytearray) -> None:
-                async for chunk in stream:
-                    into.extend(chunk)
+    async def run(args: list[str], env: Mapping[str, str]) -> Output:
+        assert SCRIPT.is_file(), "the harness console script is installed beside the interpreter"
+        with anyio.fail_after(120):
+            return await run_harness(args, env=env, command=[str(SCRIPT)])
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(drain, process.stdout, out)
-                tg.start_soon(drain, process.stderr, err)
-            outcome = await process.wait()
-    assert outcome.exit_code is not None
-    return outcome.exit_code, out.decode(), err.decode()
+    return run
 
 
 def _logged(state: Path, provider: str) -> str:
@@ -132,11 +122,13 @@ COMMANDS: dict[str, tuple[list[str], tuple[str, ...]]] = {
 
 
 @pytest.mark.parametrize("case", list(COMMANDS))
-async def test_no_command_passes_a_childs_stderr_through(case: str, place: dict[str, Path]) -> None:
+async def test_no_command_passes_a_childs_stderr_through(
+    case: str, place: dict[str, Path], console_script: ConsoleScript
+) -> None:
     args, logged = COMMANDS[case]
     if args[0] == "fanout":
         args = [*args, "go"]
-    code, out, err = await _harness(_for(place["workspace"], *args), _env(place))
+    code, out, err = await console_script(_for(place["workspace"], *args), _env(place))
     assert code == 1, err
     assert "exit code: 3" in out + err  # the children ran, wrote their secret and crashed
     assert SECRET not in out
@@ -147,19 +139,21 @@ async def test_no_command_passes_a_childs_stderr_through(case: str, place: dict[
 
 @pytest.mark.parametrize("command", ["demo", "e2e"])
 async def test_the_demo_tables_pass_no_childs_stderr_through(
-    command: str, place: dict[str, Path]
+    command: str, place: dict[str, Path], console_script: ConsoleScript
 ) -> None:
-    code, out, err = await _harness([command], _env(place))
+    code, out, err = await console_script([command], _env(place))
     assert code == 0, err
     assert DEMO_SECRET not in out
     assert DEMO_SECRET not in err
 
 
-async def test_run_passes_no_mcp_servers_stderr_through(place: dict[str, Path]) -> None:
+async def test_run_passes_no_mcp_servers_stderr_through(
+    place: dict[str, Path], console_script: ConsoleScript
+) -> None:
     rules = {"rules": [{"match": "go", "replies": [{"text": "answered"}]}]}
     async with open_scripted_model_server(rules) as server:
         args = ["run", "--base-url", server.base_url, "--mcp", f"crash=/bin/sh -c '{CRASH}'"]
-        code, out, err = await _harness(_for(place["workspace"], *args, "go"), _env(place))
+        code, out, err = await console_script(_for(place["workspace"], *args, "go"), _env(place))
     assert code in (0, 1), err
     assert SECRET not in out
     assert SECRET not in err
@@ -167,13 +161,13 @@ async def test_run_passes_no_mcp_servers_stderr_through(place: dict[str, Path]) 
 
 @pytest.mark.parametrize("command", ["delegate", "fanout"])
 async def test_child_stderr_shows_it_live_and_names_the_log(
-    command: str, place: dict[str, Path]
+    command: str, place: dict[str, Path], console_script: ConsoleScript
 ) -> None:
     args = ["delegate", "-p", "crasher"] if command == "delegate" else ["fanout", "-a", "crasher"]
     if command == "fanout":
         args += ["--isolation", "none", "-y"]
     args = _for(place["workspace"], *args, "--child-stderr", "go")
-    code, out, err = await _harness(args, _env(place))
+    code, out, err = await console_script(args, _env(place))
     assert code == 1, err
     assert SECRET not in out
     assert f"fatal: token={SECRET}\n" in err
@@ -182,8 +176,10 @@ async def test_child_stderr_shows_it_live_and_names_the_log(
     assert _logged(place["state"], "crasher") == f"fatal: token={SECRET}\n"
 
 
-async def test_without_child_stderr_the_log_is_not_named(place: dict[str, Path]) -> None:
+async def test_without_child_stderr_the_log_is_not_named(
+    place: dict[str, Path], console_script: ConsoleScript
+) -> None:
     args = _for(place["workspace"], "delegate", "-p", "crasher", "go")
-    _, _, err = await _harness(args, _env(place))
+    _, _, err = await console_script(args, _env(place))
     assert "child-stderr" not in err
     assert _logged(place["state"], "crasher") == f"fatal: token={SECRET}\n"

@@ -8,12 +8,8 @@ process is left (the leak guard checks the processes).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -21,67 +17,22 @@ from harness.fanout import FanoutResult, IsolationError, NotAGitRepositoryError,
 from subagent_acp import ACPConfig, ACPProvider
 from subagent_core import CancelSignal, SubagentEvent, SubagentRegistry, SubagentRequest
 
+Git = Callable[..., str]
+Writer = Callable[..., ACPProvider]
 
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        check=True,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-    )
-    return done.stdout
-
-
-@pytest.fixture(autouse=True)
-def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Each fan-out's folder (its record) under the test's own state directory."""
-    path = tmp_path / "state"
-    monkeypatch.setenv("HARNESS_STATE_DIR", str(path))
-    return path
+# Each fan-out's folder (its record) under the test's own state directory.
+pytestmark = pytest.mark.usefixtures("state_dir")
 
 
 @pytest.fixture
-def temp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The directory `tempfile` makes worktrees and copies in, checked empty afterwards."""
-    root = tmp_path / "tmp"
-    root.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(root))
-    return root
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
+def repo(make_repo: Callable[[dict[str, str]], Path]) -> Path:
     """A repository with one commit, an uncommitted edit and an untracked file."""
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q")
-    (path / "base.txt").write_text("one\n", encoding="utf-8")
-    (path / ".gitignore").write_text("build/\n*.o\n", encoding="utf-8")
-    (path / "src").mkdir()
-    (path / "src" / "lib.txt").write_text("lib\n", encoding="utf-8")
-    git(path, "add", ".")
-    git(path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    path = make_repo({"base.txt": "one\n", ".gitignore": "build/\n*.o\n", "src/lib.txt": "lib\n"})
     (path / "base.txt").write_text("one\ntwo\n", encoding="utf-8")  # uncommitted
     (path / "notes.txt").write_text("untracked\n", encoding="utf-8")
     (path / "build").mkdir()
     (path / "build" / "out.bin").write_text("ignored\n", encoding="utf-8")
     return path
-
-
-def writer(name: str, files: dict[str, str], **extra: Any) -> ACPProvider:
-    """A fake child that writes `files` (relative to its cwd) when it gets the prompt."""
-    markers = [{"at": "prompt", "path": path, "text": text} for path, text in files.items()]
-    script = {"text": f"{name} done", "markers": markers, **extra}
-    return ACPProvider(
-        ACPConfig(
-            provider_name=name,
-            command=sys.executable,
-            args=["-m", "subagent_acp.testing", "--script-json", json.dumps(script)],
-            dispose_eof_grace_seconds=0.5,
-            dispose_grace_seconds=0.5,
-        )
-    )
 
 
 def snapshot(repo: Path) -> dict[str, str]:
@@ -97,7 +48,7 @@ def assert_empty(directory: Path) -> None:
     assert list(directory.iterdir()) == []
 
 
-def assert_nothing_left(repo: Path, temp_root: Path) -> None:
+def assert_nothing_left(git: Git, repo: Path, temp_root: Path) -> None:
     worktrees = git(repo, "worktree", "list", "--porcelain")
     assert worktrees.count("worktree ") == 1
     assert git(repo, "branch", "--list", "fanout/*") == ""
@@ -105,7 +56,7 @@ def assert_nothing_left(repo: Path, temp_root: Path) -> None:
 
 
 async def test_each_patch_holds_exactly_its_childs_change(
-    repo: Path, temp_root: Path, tmp_path: Path
+    repo: Path, temp_root: Path, tmp_path: Path, git: Git, writer: Writer
 ) -> None:
     """Three children write different files; each patch is its own; the user's tree is as it was."""
     before_files, before_status = snapshot(repo), git(repo, "status", "--porcelain")
@@ -148,10 +99,12 @@ async def test_each_patch_holds_exactly_its_childs_change(
     for outcome in outcomes:
         assert outcome.isolation_path is not None
         assert not outcome.isolation_path.exists()
-    assert_nothing_left(repo, temp_root)
+    assert_nothing_left(git, repo, temp_root)
 
 
-async def test_keep_leaves_the_worktrees_and_their_branches(repo: Path, temp_root: Path) -> None:
+async def test_keep_leaves_the_worktrees_and_their_branches(
+    repo: Path, temp_root: Path, git: Git, writer: Writer
+) -> None:
     registry = SubagentRegistry()
     registry.register(writer("adder", {"added.txt": "new\n"}))
     with anyio.fail_after(60):
@@ -179,7 +132,9 @@ async def test_keep_leaves_the_worktrees_and_their_branches(repo: Path, temp_roo
     git(repo, "branch", "-q", "-D", *branches)
 
 
-async def test_concurrency_bounds_how_many_run_at_once(repo: Path, temp_root: Path) -> None:
+async def test_concurrency_bounds_how_many_run_at_once(
+    repo: Path, temp_root: Path, git: Git, writer: Writer
+) -> None:
     order: list[str] = []
 
     class Recorder:
@@ -205,10 +160,12 @@ async def test_concurrency_bounds_how_many_run_at_once(repo: Path, temp_root: Pa
                 observer=Recorder(),
             )
     assert order == ["start 1", "end 1", "start 2", "end 2", "start 3", "end 3"]
-    assert_nothing_left(repo, temp_root)
+    assert_nothing_left(git, repo, temp_root)
 
 
-async def test_a_crashed_child_still_leaves_nothing(repo: Path, temp_root: Path) -> None:
+async def test_a_crashed_child_still_leaves_nothing(
+    repo: Path, temp_root: Path, git: Git, writer: Writer
+) -> None:
     """The crash is the child's result; its partial write is its patch; cleanup runs."""
     registry = SubagentRegistry()
     registry.register(
@@ -231,11 +188,11 @@ async def test_a_crashed_child_still_leaves_nothing(repo: Path, temp_root: Path)
         "Subagent failure (provider: crasher; stage: process; category: process-exit; exit code: 3)"
     )
     assert [f.path for f in outcome.files] == ["half.txt"]
-    assert_nothing_left(repo, temp_root)
+    assert_nothing_left(git, repo, temp_root)
 
 
 async def test_a_workspace_inside_the_repository_keeps_its_place(
-    repo: Path, temp_root: Path
+    repo: Path, temp_root: Path, git: Git, writer: Writer
 ) -> None:
     """The child's cwd is the same subdirectory of its worktree; paths stay repository-relative."""
     sub = repo / "pkg"
@@ -252,10 +209,12 @@ async def test_a_workspace_inside_the_repository_keeps_its_place(
             )
     assert [f.path for f in outcome.files] == ["pkg/here.txt"]
     assert not (sub / "here.txt").exists()
-    assert_nothing_left(repo, temp_root)
+    assert_nothing_left(git, repo, temp_root)
 
 
-async def test_worktree_outside_a_repository_is_refused(tmp_path: Path, temp_root: Path) -> None:
+async def test_worktree_outside_a_repository_is_refused(
+    tmp_path: Path, temp_root: Path, writer: Writer
+) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
     registry = SubagentRegistry()
@@ -270,7 +229,9 @@ async def test_worktree_outside_a_repository_is_refused(tmp_path: Path, temp_roo
     assert_empty(temp_root)
 
 
-async def test_copy_outside_a_repository_works(tmp_path: Path, temp_root: Path) -> None:
+async def test_copy_outside_a_repository_works(
+    tmp_path: Path, temp_root: Path, writer: Writer
+) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "keep.txt").write_text("k\n", encoding="utf-8")
@@ -295,7 +256,9 @@ async def test_copy_outside_a_repository_works(tmp_path: Path, temp_root: Path) 
     assert_empty(temp_root)
 
 
-async def test_copy_inside_a_repository_respects_gitignore(repo: Path, temp_root: Path) -> None:
+async def test_copy_inside_a_repository_respects_gitignore(
+    repo: Path, temp_root: Path, git: Git, writer: Writer
+) -> None:
     registry = SubagentRegistry()
     registry.register(writer("adder", {"added.txt": "new\n"}))
     with anyio.fail_after(60):
@@ -323,7 +286,7 @@ async def test_copy_inside_a_repository_respects_gitignore(repo: Path, temp_root
 
 
 async def test_a_repository_without_commits_starts_from_its_files(
-    tmp_path: Path, temp_root: Path
+    tmp_path: Path, temp_root: Path, git: Git, writer: Writer
 ) -> None:
     """An unborn branch: the snapshot commit has no parent and holds the untracked files."""
     fresh = tmp_path / "fresh"
@@ -342,11 +305,11 @@ async def test_a_repository_without_commits_starts_from_its_files(
             )
     assert [(f.path, f.added, f.deleted) for f in outcome.files] == [("draft.txt", 1, 0)]
     assert git(fresh, "status", "--porcelain") == "?? draft.txt\n"
-    assert_nothing_left(fresh, temp_root)
+    assert_nothing_left(git, fresh, temp_root)
 
 
 async def test_a_worktree_git_refuses_fails_the_fan_out_and_removes_the_rest(
-    repo: Path, temp_root: Path
+    repo: Path, temp_root: Path, git: Git, writer: Writer
 ) -> None:
     """A branch named `fanout` blocks every `fanout/…` branch: fixed text, nothing left."""
     git(repo, "branch", "fanout")
@@ -362,12 +325,12 @@ async def test_a_worktree_git_refuses_fails_the_fan_out_and_removes_the_rest(
                     patch_dir=repo.parent / "patches",
                 )
     assert str(raised.value) == "git worktree failed (exit code 255)"
-    assert_nothing_left(repo, temp_root)
+    assert_nothing_left(git, repo, temp_root)
     git(repo, "branch", "-q", "-D", "fanout")
 
 
 async def test_a_child_rewriting_its_dot_git_file_cannot_redirect_the_patch(
-    repo: Path, temp_root: Path
+    repo: Path, temp_root: Path, git: Git, writer: Writer
 ) -> None:
     """Its changes are read through the git dir fixed at creation, not the `.git` it rewrote."""
     registry = SubagentRegistry()
@@ -382,11 +345,11 @@ async def test_a_child_rewriting_its_dot_git_file_cannot_redirect_the_patch(
             )
     assert (outcome.result.stop_reason, outcome.changes_error) == ("completed", None)
     assert [f.path for f in outcome.files] == ["mine.txt"]
-    assert_nothing_left(repo, temp_root)
+    assert_nothing_left(git, repo, temp_root)
 
 
 async def test_a_cancel_while_places_are_made_starts_no_further_child(
-    repo: Path, temp_root: Path
+    repo: Path, temp_root: Path, git: Git, writer: Writer
 ) -> None:
     """Cancelled as the first child starts: it ends aborted; the other never starts.
 
@@ -422,10 +385,12 @@ async def test_a_cancel_while_places_are_made_starts_no_further_child(
     assert [(o.number, o.result.stop_reason) for o in outcomes] == [(1, "aborted"), (2, "aborted")]
     [never] = [o for o in outcomes if o.number not in started]
     assert never.wall_seconds == 0.0
-    assert_nothing_left(repo, temp_root)
+    assert_nothing_left(git, repo, temp_root)
 
 
-async def test_a_child_that_cannot_start_is_its_own_row(repo: Path, temp_root: Path) -> None:
+async def test_a_child_that_cannot_start_is_its_own_row(
+    repo: Path, temp_root: Path, git: Git, writer: Writer
+) -> None:
     registry = SubagentRegistry()
     registry.register(writer("adder", {"added.txt": "new\n"}))
     registry.register(ACPProvider(ACPConfig(provider_name="ghost", command="no-such-agent-xyz")))
@@ -445,4 +410,4 @@ async def test_a_child_that_cannot_start_is_its_own_row(repo: Path, temp_root: P
     assert ghost.result.diagnostic is not None
     assert "no-such-agent-xyz" not in ghost.result.diagnostic
     assert (adder.result.stop_reason, [f.path for f in adder.files]) == ("completed", ["added.txt"])
-    assert_nothing_left(repo, temp_root)
+    assert_nothing_left(git, repo, temp_root)

@@ -11,17 +11,16 @@ import hashlib
 import json
 import os
 import signal
-import subprocess
 import sys
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from subagent_core import child_env
-from subagent_core.kit import ManagedProcess, open_managed_process
+from subagent_core.kit import ManagedProcess
 
-HARNESS = [sys.executable, "-m", "harness"]
 BUGGY = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
 WRONG = "def add(a, b):\n    return a * b\n\n\ndef sub(a, b):\n    return a - b\n"
@@ -31,49 +30,40 @@ MANY = 600
 """Files the big child writes: enough that an apply takes a while to stage."""
 
 
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        check=True,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-    )
-    return done.stdout
+Git = Callable[..., str]
+Read = Callable[[Path], str]
+Entries = Callable[[Path], list[Path]]
+EnvFor = Callable[[dict[str, Path]], dict[str, str]]
+Output = tuple[int, str, str]
+Harness = Callable[[list[str], dict[str, Path]], Awaitable[Output]]
+FanOut = Callable[..., Awaitable[list[Any]]]
 
 
-def provider(name: str, files: dict[str, str]) -> str:
+def writes(files: dict[str, str]) -> dict[str, Any]:
+    """A fake child's script: it writes `files` (relative to its cwd) when it gets the prompt."""
     markers = [{"at": "prompt", "path": path, "text": text} for path, text in files.items()]
-    script = {"text": "done", "markers": markers}
-    args = ["-m", "subagent_acp.testing", "--script-json", json.dumps(script)]
-    return (
-        f'[providers.{name}]\nkind = "acp"\ncommand = {json.dumps(sys.executable)}\n'
-        f"args = [{', '.join(json.dumps(arg) for arg in args)}]\n"
-        "dispose_eof_grace_seconds = 0.5\ndispose_grace_seconds = 0.5\n"
-    )
+    return {"text": "done", "markers": markers}
 
 
 @pytest.fixture
-def setup(tmp_path: Path) -> dict[str, Path]:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
+def setup(
+    tmp_path: Path,
+    git: Git,
+    make_repo: Callable[[dict[str, str]], Path],
+    acp_table: Callable[[str, dict[str, Any]], str],
+) -> dict[str, Path]:
+    repo = make_repo({"calc.py": BUGGY, "test_calc.py": TEST, "other.txt": "other\n"})
     git(repo, "config", "user.name", "t")
     git(repo, "config", "user.email", "t@t")
-    (repo / "calc.py").write_text(BUGGY, encoding="utf-8")
-    (repo / "test_calc.py").write_text(TEST, encoding="utf-8")
-    (repo / "other.txt").write_text("other\n", encoding="utf-8")
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "init")
     git(repo, "branch", "keep-me")
     config = tmp_path / "harness.toml"
     many = {f"gen-{index:04}.txt": f"line {index}\n" for index in range(MANY)}
     config.write_text(
-        provider("fixer", {"calc.py": FIXED})
-        + provider("breaker", {"calc.py": WRONG})
-        + provider("cheater", {"test_calc.py": "print('ok')\n"})
-        + provider("adder", {"calc.py": FIXED, "added.py": "x = 1\n"})
-        + provider("many", many),
+        acp_table("fixer", writes({"calc.py": FIXED}))
+        + acp_table("breaker", writes({"calc.py": WRONG}))
+        + acp_table("cheater", writes({"test_calc.py": "print('ok')\n"}))
+        + acp_table("adder", writes({"calc.py": FIXED, "added.py": "x = 1\n"}))
+        + acp_table("many", writes(many)),
         encoding="utf-8",
     )
     temp = tmp_path / "tmp"
@@ -81,50 +71,32 @@ def setup(tmp_path: Path) -> dict[str, Path]:
     return {"repo": repo, "config": config, "temp": temp, "state": tmp_path / "state"}
 
 
-def env_for(paths: dict[str, Path]) -> dict[str, str]:
-    return child_env({"TMPDIR": str(paths["temp"]), "HARNESS_STATE_DIR": str(paths["state"])})
+@pytest.fixture
+def harness(
+    run_harness: Callable[..., Awaitable[Output]],
+    env_for: EnvFor,
+) -> Harness:
+    """`python -m harness ARGS` in the setup's repository, with its temp and state dirs."""
+
+    async def run(args: list[str], paths: dict[str, Path]) -> Output:
+        return await run_harness(args, cwd=paths["repo"], env=env_for(paths))
+
+    return run
 
 
-async def harness(args: list[str], paths: dict[str, Path]) -> tuple[int, str, str]:
-    async with open_managed_process(
-        [*HARNESS, *args], cwd=paths["repo"], env=env_for(paths), stdin="devnull", stderr="pipe"
-    ) as process:
-        out, err = await drain(process)
-        outcome = await process.wait()
-    assert outcome.exit_code is not None
-    return outcome.exit_code, out, err
+@pytest.fixture
+def fan_out(harness: Harness) -> FanOut:
+    """`harness fanout --json -a AGENT…`, which must exit 0; returns its JSON records."""
 
+    async def run(paths: dict[str, Path], *agents: str, extra: tuple[str, ...] = ()) -> list[Any]:
+        args = ["fanout", "--config", str(paths["config"]), "--json", *extra]
+        for agent in agents:
+            args += ["-a", agent]
+        code, out, err = await harness([*args, "fix add"], paths)
+        assert code == 0, err
+        return [json.loads(line) for line in out.splitlines()]
 
-async def drain(process: ManagedProcess) -> tuple[str, str]:
-    out, err = bytearray(), bytearray()
-
-    async def read(stream: anyio.abc.ByteReceiveStream, into: bytearray) -> None:
-        async for chunk in stream:
-            into.extend(chunk)
-
-    assert process.stdout is not None
-    assert process.stderr is not None
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(read, process.stdout, out)
-        tg.start_soon(read, process.stderr, err)
-    return out.decode(), err.decode()
-
-
-async def fan_out(paths: dict[str, Path], *agents: str, extra: tuple[str, ...] = ()) -> list[Any]:
-    args = ["fanout", "--config", str(paths["config"]), "--json", *extra]
-    for agent in agents:
-        args += ["-a", agent]
-    code, out, err = await harness([*args, "fix add"], paths)
-    assert code == 0, err
-    return [json.loads(line) for line in out.splitlines()]
-
-
-def read(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
-
-
-def entries(folder: Path) -> list[Path]:
-    return list(folder.iterdir())
+    return run
 
 
 def generated(repo: Path) -> list[str]:
@@ -135,7 +107,7 @@ def staging_present(git_dir: Path) -> bool:
     return any(p.name.startswith("harness-fanout-apply-") for p in git_dir.iterdir())
 
 
-def state_of(repo: Path) -> dict[str, object]:
+def state_of(git: Git, repo: Path) -> dict[str, object]:
     """Every byte of the work tree and the index, HEAD, every ref, and `git status`."""
     files = {
         str(path.relative_to(repo)): hashlib.sha256(path.read_bytes()).hexdigest()
@@ -154,6 +126,11 @@ def state_of(repo: Path) -> dict[str, object]:
 
 async def test_verify_ranks_the_table_and_json_and_keeps_its_output_to_the_log(
     setup: dict[str, Path],
+    git: Git,
+    harness: Harness,
+    fan_out: FanOut,
+    entries: Entries,
+    read: Read,
 ) -> None:
     verify = f"echo {SECRET}; {sys.executable} test_calc.py"
     args = ["fanout", "--config", str(setup["config"]), "-a", "cheater", "-a", "breaker"]
@@ -200,7 +177,7 @@ async def test_verify_ranks_the_table_and_json_and_keeps_its_output_to_the_log(
 
 
 async def test_list_shows_the_runs_and_report_regenerates_the_page(
-    setup: dict[str, Path],
+    setup: dict[str, Path], harness: Harness, fan_out: FanOut, read: Read
 ) -> None:
     with anyio.fail_after(120):
         first = (await fan_out(setup, "fixer"))[-1]["run"]
@@ -224,7 +201,14 @@ async def test_list_shows_the_runs_and_report_regenerates_the_page(
 
 
 @pytest.mark.parametrize("isolation", ["worktree", "copy"])
-async def test_apply_lands_the_patch_exactly(setup: dict[str, Path], isolation: str) -> None:
+async def test_apply_lands_the_patch_exactly(
+    setup: dict[str, Path],
+    isolation: str,
+    git: Git,
+    harness: Harness,
+    fan_out: FanOut,
+    read: Read,
+) -> None:
     repo = setup["repo"]
     with anyio.fail_after(120):
         [child, summary] = await fan_out(setup, "fixer", extra=("--isolation", isolation))
@@ -238,7 +222,7 @@ async def test_apply_lands_the_patch_exactly(setup: dict[str, Path], isolation: 
 
 
 async def test_apply_adds_new_files_and_keeps_an_unrelated_local_edit(
-    setup: dict[str, Path],
+    setup: dict[str, Path], harness: Harness, fan_out: FanOut, read: Read
 ) -> None:
     repo = setup["repo"]
     with anyio.fail_after(120):
@@ -262,7 +246,7 @@ async def test_apply_adds_new_files_and_keeps_an_unrelated_local_edit(
 
 @pytest.mark.parametrize("how", ["unstaged", "staged", "committed"])
 async def test_a_conflicting_edit_refuses_and_changes_nothing(
-    setup: dict[str, Path], how: str
+    setup: dict[str, Path], how: str, git: Git, harness: Harness, fan_out: FanOut
 ) -> None:
     repo = setup["repo"]
     with anyio.fail_after(120):
@@ -273,18 +257,18 @@ async def test_a_conflicting_edit_refuses_and_changes_nothing(
             git(repo, "add", "calc.py")
         if how == "committed":
             git(repo, "commit", "-qm", "mine")
-        before = state_of(repo)
+        before = state_of(git, repo)
         code, out, err = await harness(["fanout", "apply", summary["run"], "#1"], setup)
     assert (code, out) == (1, "")
     assert err == (
         "harness: not applied: the patch conflicts with changes in the workspace (unstaged, "
         "staged or committed since the run); nothing was changed\n"
     )
-    assert state_of(repo) == before
+    assert state_of(git, repo) == before
 
 
 async def test_a_staged_conflict_under_a_clean_work_tree_still_refuses(
-    setup: dict[str, Path],
+    setup: dict[str, Path], git: Git, harness: Harness, fan_out: FanOut
 ) -> None:
     """The index alone conflicts (the file was staged, then restored in the work tree)."""
     repo = setup["repo"]
@@ -293,13 +277,15 @@ async def test_a_staged_conflict_under_a_clean_work_tree_still_refuses(
         (repo / "calc.py").write_text(BUGGY.replace("a - b", "b - a", 1), encoding="utf-8")
         git(repo, "add", "calc.py")
         (repo / "calc.py").write_text(BUGGY, encoding="utf-8")
-        before = state_of(repo)
+        before = state_of(git, repo)
         code, _, err = await harness(["fanout", "apply", summary["run"], "fixer"], setup)
     assert code == 1, err
-    assert state_of(repo) == before
+    assert state_of(git, repo) == before
 
 
-async def test_apply_names_what_it_cannot_find(setup: dict[str, Path]) -> None:
+async def test_apply_names_what_it_cannot_find(
+    setup: dict[str, Path], harness: Harness, fan_out: FanOut
+) -> None:
     with anyio.fail_after(120):
         code, _, err = await harness(["fanout", "apply", "fixer"], setup)
         assert (code, err) == (2, "harness: no fan-out run is recorded yet\n")
@@ -311,20 +297,23 @@ async def test_apply_names_what_it_cannot_find(setup: dict[str, Path]) -> None:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 async def test_ctrl_c_during_apply_leaves_nothing_or_everything(
-    setup: dict[str, Path], wait_for_staging: Any
+    setup: dict[str, Path],
+    wait_for_staging: Any,
+    git: Git,
+    fan_out: FanOut,
+    open_harness: Callable[..., AbstractAsyncContextManager[ManagedProcess]],
+    env_for: EnvFor,
+    drain: Callable[[ManagedProcess], Awaitable[tuple[str, str]]],
+    read: Read,
 ) -> None:
     """A real SIGINT once the apply has begun staging its files: all or nothing, no debris."""
     repo = setup["repo"]
     with anyio.fail_after(180):
         [_, summary] = await fan_out(setup, "many")
-        before = state_of(repo)
+        before = state_of(git, repo)
         result: dict[str, tuple[str, str]] = {}
-        async with open_managed_process(
-            [*HARNESS, "fanout", "apply", summary["run"], "many"],
-            cwd=repo,
-            env=env_for(setup),
-            stdin="devnull",
-            stderr="pipe",
+        async with open_harness(
+            ["fanout", "apply", summary["run"], "many"], cwd=repo, env=env_for(setup)
         ) as process:
             async with anyio.create_task_group() as tg:
 
@@ -337,7 +326,7 @@ async def test_ctrl_c_during_apply_leaves_nothing_or_everything(
                     os.kill(process.pid, signal.SIGINT)
             outcome = await process.wait()
     out, err = result["io"]
-    after = state_of(repo)
+    after = state_of(git, repo)
     written = generated(repo)
     if outcome.exit_code == 130 and "nothing was changed" in err:
         assert after == before

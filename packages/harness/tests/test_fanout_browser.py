@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
-import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +26,7 @@ import pytest
 from harness.fanout import run_fanout
 from harness.fanout._record import read_record
 from harness.fanout._report import write_report
-from subagent_acp import ACPConfig, ACPProvider
+from subagent_acp import ACPProvider
 from subagent_core import SubagentRegistry, SubagentRequest
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -54,49 +52,19 @@ pytestmark = [
 ]
 
 
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        check=True,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-    )
-    return done.stdout
-
-
-def writer(name: str, files: dict[str, str]) -> ACPProvider:
-    markers = [{"at": "prompt", "path": path, "text": text} for path, text in files.items()]
-    script = {"text": f"{name} done", "markers": markers}
-    return ACPProvider(
-        ACPConfig(
-            provider_name=name,
-            command=sys.executable,
-            args=["-m", "subagent_acp.testing", "--script-json", json.dumps(script)],
-            dispose_eof_grace_seconds=0.5,
-            dispose_grace_seconds=0.5,
-        )
-    )
+Writer = Callable[..., ACPProvider]
 
 
 @pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HARNESS_STATE_DIR", str(tmp_path / "state"))
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q")
-    (path / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
-    (path / "page.html").write_text("<p>hello</p>\n", encoding="utf-8")
-    git(path, "add", ".")
-    git(path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
-    return path
+def repo(make_repo: Callable[[dict[str, str]], Path], state_dir: Path, temp_root: Path) -> Path:
+    """A bug to fix and a page to deface; the fan-out's state and temp dirs are the test's own."""
+    return make_repo(
+        {"calc.py": "def add(a, b):\n    return a - b\n", "page.html": "<p>hello</p>\n"}
+    )
 
 
 async def test_the_report_renders_in_chromium_and_runs_no_child_script(
-    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], writer: Writer
 ) -> None:
     registry = SubagentRegistry()
     registry.register(writer("fixer", {"calc.py": "def add(a, b):\n    return a + b\n"}))

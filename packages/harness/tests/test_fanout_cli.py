@@ -5,59 +5,36 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from subagent_core import child_env
-from subagent_core.kit import open_managed_process
+from subagent_core.kit import ManagedProcess
 
-HARNESS = [sys.executable, "-m", "harness"]
 CRASH = "Subagent failure (provider: crasher; stage: process; category: process-exit; exit code: 3)"
 
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        check=True,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-    )
-    return done.stdout
-
-
-def toml_string(value: str) -> str:
-    return json.dumps(value)  # a JSON string is a valid TOML basic string
-
-
-def provider(name: str, script: dict[str, Any]) -> str:
-    args = ["-m", "subagent_acp.testing", "--script-json", json.dumps(script)]
-    return (
-        f'[providers.{name}]\nkind = "acp"\ncommand = {toml_string(sys.executable)}\n'
-        f"args = [{', '.join(toml_string(arg) for arg in args)}]\n"
-        "dispose_eof_grace_seconds = 0.5\ndispose_grace_seconds = 0.5\n"
-    )
+Git = Callable[..., str]
+EnvFor = Callable[[dict[str, Path]], dict[str, str]]
+RunHarness = Callable[..., Awaitable[tuple[int, str, str]]]
 
 
 @pytest.fixture
-def setup(tmp_path: Path) -> dict[str, Path]:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    (repo / "base.txt").write_text("one\n", encoding="utf-8")
-    git(repo, "add", ".")
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+def setup(
+    tmp_path: Path,
+    make_repo: Callable[[dict[str, str]], Path],
+    acp_table: Callable[[str, dict[str, Any]], str],
+) -> dict[str, Path]:
+    repo = make_repo({"base.txt": "one\n"})
     started = tmp_path / "started"
     started.mkdir()
     config = tmp_path / "harness.toml"
     usage = {"totalTokens": 12, "inputTokens": 5, "outputTokens": 7}
     config.write_text(
-        provider(
+        acp_table(
             "writer",
             {
                 "text": "done",
@@ -65,8 +42,8 @@ def setup(tmp_path: Path) -> dict[str, Path]:
                 "markers": [{"at": "prompt", "path": "w.txt", "text": "w\n"}],
             },
         )
-        + provider("crasher", {"text": "Working", "crash": {"at": "prompt", "exit_code": 3}})
-        + provider(
+        + acp_table("crasher", {"text": "Working", "crash": {"at": "prompt", "exit_code": 3}})
+        + acp_table(
             "sleeper",
             {
                 "text": "Working",
@@ -77,7 +54,7 @@ def setup(tmp_path: Path) -> dict[str, Path]:
                 ],
             },
         )
-        + provider(
+        + acp_table(
             "napper",
             {
                 "text": "Working",
@@ -102,35 +79,7 @@ def setup(tmp_path: Path) -> dict[str, Path]:
     }
 
 
-def env_for(paths: dict[str, Path]) -> dict[str, str]:
-    return child_env({"TMPDIR": str(paths["temp"]), "HARNESS_STATE_DIR": str(paths["state"])})
-
-
-async def run(args: list[str], *, cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
-    async with open_managed_process(
-        [*HARNESS, *args], cwd=cwd, env=env, stdin="devnull", stderr="pipe"
-    ) as process:
-        assert process.stdout is not None
-        assert process.stderr is not None
-        out, err = bytearray(), bytearray()
-
-        async def drain(stream: anyio.abc.ByteReceiveStream, into: bytearray) -> None:
-            async for chunk in stream:
-                into.extend(chunk)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(drain, process.stdout, out)
-            tg.start_soon(drain, process.stderr, err)
-        outcome = await process.wait()
-    assert outcome.exit_code is not None
-    return outcome.exit_code, out.decode(), err.decode()
-
-
-def read(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
-
-
-def assert_nothing_left(paths: dict[str, Path]) -> None:
+def assert_nothing_left(git: Git, paths: dict[str, Path]) -> None:
     repo = paths["repo"]
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
     assert git(repo, "branch", "--list", "fanout/*") == ""
@@ -138,12 +87,14 @@ def assert_nothing_left(paths: dict[str, Path]) -> None:
     assert git(repo, "status", "--porcelain") == ""
 
 
-async def test_crash_timeout_and_completion_are_each_classified(setup: dict[str, Path]) -> None:
+async def test_crash_timeout_and_completion_are_each_classified(
+    setup: dict[str, Path], git: Git, run_harness: RunHarness, env_for: EnvFor
+) -> None:
     """One child completes, one crashes, one hits the deadline: a row each; exit 0."""
     args = ["fanout", "--config", str(setup["config"]), "-a", "writer", "-a", "crasher"]
     args += ["-a", "sleeper", "--timeout", "3", "do it"]
     with anyio.fail_after(90):
-        code, out, err = await run(args, cwd=setup["repo"], env=env_for(setup))
+        code, out, err = await run_harness(args, cwd=setup["repo"], env=env_for(setup))
     assert code == 0, err
     rows = {line.split("│")[2].strip(): line for line in out.splitlines() if line.count("│") > 5}
     assert set(rows) == {"writer", "crasher", "sleeper"}
@@ -161,14 +112,20 @@ async def test_crash_timeout_and_completion_are_each_classified(setup: dict[str,
     assert cells["sleeper"][6] == "1 file +1 −0"  # what it wrote before the deadline
     assert "#1 writer: patch " in out
     assert "Traceback" not in err
-    assert_nothing_left(setup)
+    assert_nothing_left(git, setup)
 
 
-async def test_json_carries_usage_per_child(setup: dict[str, Path]) -> None:
+async def test_json_carries_usage_per_child(
+    setup: dict[str, Path],
+    git: Git,
+    run_harness: RunHarness,
+    env_for: EnvFor,
+    read: Callable[[Path], str],
+) -> None:
     args = ["fanout", "--config", str(setup["config"]), "-a", "writer", "-a", "crasher"]
     args += ["-a", "sleeper", "--timeout", "3", "--json", "do it"]
     with anyio.fail_after(90):
-        code, out, _ = await run(args, cwd=setup["repo"], env=env_for(setup))
+        code, out, _ = await run_harness(args, cwd=setup["repo"], env=env_for(setup))
     assert code == 0
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["type"] for r in records] == ["child", "child", "child", "summary"]
@@ -205,22 +162,26 @@ async def test_json_carries_usage_per_child(setup: dict[str, Path]) -> None:
     }
     assert [r["rank"] for r in records[:3]] == [1, 3, 2]  # completed, error, aborted
     assert {r["verify"] for r in records[:3]} == {None}
-    assert_nothing_left(setup)
+    assert_nothing_left(git, setup)
 
 
-async def test_no_child_completing_is_exit_1(setup: dict[str, Path]) -> None:
+async def test_no_child_completing_is_exit_1(
+    setup: dict[str, Path], git: Git, run_harness: RunHarness, env_for: EnvFor
+) -> None:
     args = ["fanout", "--config", str(setup["config"]), "-a", "crasher", "x"]
     with anyio.fail_after(60):
-        code, out, _ = await run(args, cwd=setup["repo"], env=env_for(setup))
+        code, out, _ = await run_harness(args, cwd=setup["repo"], env=env_for(setup))
     assert code == 1
     assert CRASH in out
-    assert_nothing_left(setup)
+    assert_nothing_left(git, setup)
 
 
-async def test_keep_names_the_worktrees_and_branches(setup: dict[str, Path]) -> None:
+async def test_keep_names_the_worktrees_and_branches(
+    setup: dict[str, Path], git: Git, run_harness: RunHarness, env_for: EnvFor
+) -> None:
     args = ["fanout", "--config", str(setup["config"]), "-a", "writer", "--keep", "--json", "x"]
     with anyio.fail_after(60):
-        code, out, _ = await run(args, cwd=setup["repo"], env=env_for(setup))
+        code, out, _ = await run_harness(args, cwd=setup["repo"], env=env_for(setup))
     assert code == 0
     child = json.loads(out.splitlines()[0])
     kept = Path(child["isolation_path"])
@@ -232,19 +193,19 @@ async def test_keep_names_the_worktrees_and_branches(setup: dict[str, Path]) -> 
 
 
 async def test_outside_a_repository_worktree_is_exit_2_with_the_hint(
-    setup: dict[str, Path], tmp_path: Path
+    setup: dict[str, Path], tmp_path: Path, run_harness: RunHarness, env_for: EnvFor
 ) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "f.txt").write_text("f\n", encoding="utf-8")
     args = ["fanout", "--config", str(setup["config"]), "-a", "writer", "x"]
     with anyio.fail_after(60):
-        code, out, err = await run(args, cwd=plain, env=env_for(setup))
+        code, out, err = await run_harness(args, cwd=plain, env=env_for(setup))
         assert (code, out) == (2, "")
         assert err == (
             "harness: worktree isolation needs a git repository; outside one use --isolation copy\n"
         )
-        code, out, err = await run(
+        code, out, err = await run_harness(
             [*args[:-1], "--isolation", "copy", "x"], cwd=plain, env=env_for(setup)
         )
     assert code == 0, err
@@ -253,47 +214,48 @@ async def test_outside_a_repository_worktree_is_exit_2_with_the_hint(
     assert list(setup["temp"].iterdir()) == []
 
 
-async def test_isolation_none_needs_yes(setup: dict[str, Path]) -> None:
+async def test_isolation_none_needs_yes(
+    setup: dict[str, Path], run_harness: RunHarness, env_for: EnvFor
+) -> None:
     args = ["fanout", "--config", str(setup["config"]), "-a", "writer", "--isolation", "none"]
     with anyio.fail_after(60):
-        code, _, err = await run([*args, "x"], cwd=setup["repo"], env=env_for(setup))
+        code, _, err = await run_harness([*args, "x"], cwd=setup["repo"], env=env_for(setup))
         assert code == 2
         assert "pass --yes" in err
-        code, _, err = await run([*args, "--yes", "x"], cwd=setup["repo"], env=env_for(setup))
+        code, _, err = await run_harness(
+            [*args, "--yes", "x"], cwd=setup["repo"], env=env_for(setup)
+        )
     assert code == 0, err
     assert (setup["repo"] / "w.txt").read_text(encoding="utf-8") == "w\n"  # shared: it is there
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 async def test_ctrl_c_cancels_every_child_and_removes_the_worktrees(
-    setup: dict[str, Path], wait_for_pid: Callable[[Path], Awaitable[int]]
+    setup: dict[str, Path],
+    wait_for_pid: Callable[[Path], Awaitable[int]],
+    git: Git,
+    env_for: EnvFor,
+    open_harness: Callable[..., AbstractAsyncContextManager[ManagedProcess]],
+    drain: Callable[[ManagedProcess], Awaitable[tuple[str, str]]],
 ) -> None:
     """A real SIGINT once both children hold their prompt: exit 130, nothing left."""
     args = ["fanout", "--config", str(setup["config"]), "-a", "sleeper", "-a", "napper", "x"]
     with anyio.fail_after(90):
-        async with open_managed_process(
-            [*HARNESS, *args], cwd=setup["repo"], env=env_for(setup), stdin="devnull", stderr="pipe"
-        ) as process:
-            assert process.stdout is not None
-            assert process.stderr is not None
-            out, err = bytearray(), bytearray()
-
-            async def drain(stream: anyio.abc.ByteReceiveStream, into: bytearray) -> None:
-                async for chunk in stream:
-                    into.extend(chunk)
-
+        async with open_harness(args, cwd=setup["repo"], env=env_for(setup)) as process:
+            result: dict[str, tuple[str, str]] = {}
             async with anyio.create_task_group() as tg:
-                tg.start_soon(drain, process.stdout, out)
-                tg.start_soon(drain, process.stderr, err)
+
+                async def collect() -> None:
+                    result["io"] = await drain(process)
+
+                tg.start_soon(collect)
                 await wait_for_pid(setup["started"] / "sleeper")
                 await wait_for_pid(setup["started"] / "napper")
                 os.kill(process.pid, signal.SIGINT)
             outcome = await process.wait()
-    assert outcome.exit_code == 130, err.decode()
-    text = out.decode()
+    text, err = result["io"]
+    assert outcome.exit_code == 130, err
     assert text.count("aborted") == 2
-    assert "harness: cancelled by signal; every child was stopped and its place removed" in (
-        err.decode()
-    )
-    assert "Traceback" not in err.decode()
-    assert_nothing_left(setup)
+    assert "harness: cancelled by signal; every child was stopped and its place removed" in err
+    assert "Traceback" not in err
+    assert_nothing_left(git, setup)

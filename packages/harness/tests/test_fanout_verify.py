@@ -8,11 +8,9 @@ worktree: one fixes the bug, one breaks it another way, one rewrites the test so
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import psutil
@@ -20,7 +18,7 @@ import pytest
 from harness.fanout import FanoutResult, run_fanout
 from harness.fanout._isolation import Place
 from harness.fanout._verify import DEFAULT_PROTECT, Verifier
-from subagent_acp import ACPConfig, ACPProvider
+from subagent_acp import ACPProvider
 from subagent_core import CancelSignal, SubagentRegistry, SubagentRequest
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -32,63 +30,16 @@ SECRET = "verify-output-secret-4711"
 VERIFY = f"echo {SECRET}; {sys.executable} test_calc.py"
 
 
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        check=True,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-    )
-    return done.stdout
+Writer = Callable[..., ACPProvider]
+Entries = Callable[[Path], list[Path]]
 
-
-@pytest.fixture(autouse=True)
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Run folders (records, verify logs, patches) under the test's own state directory."""
-    path = tmp_path / "state"
-    monkeypatch.setenv("HARNESS_STATE_DIR", str(path))
-    return path
+# Run folders (records, verify logs, patches) under the test's own state directory.
+pytestmark = pytest.mark.usefixtures("state_dir")
 
 
 @pytest.fixture
-def temp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "tmp"
-    root.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(root))
-    return root
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q")
-    (path / "calc.py").write_text(BUGGY, encoding="utf-8")
-    (path / "test_calc.py").write_text(TEST, encoding="utf-8")
-    (path / "data").mkdir()
-    (path / "data" / "cases.csv").write_text("2,3,5\n", encoding="utf-8")
-    git(path, "add", ".")
-    git(path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
-    return path
-
-
-def entries(folder: Path) -> list[Path]:
-    return list(folder.iterdir())
-
-
-def writer(name: str, files: dict[str, str], **extra: Any) -> ACPProvider:
-    markers = [{"at": "prompt", "path": path, "text": text} for path, text in files.items()]
-    script = {"text": f"{name} done", "markers": markers, **extra}
-    return ACPProvider(
-        ACPConfig(
-            provider_name=name,
-            command=sys.executable,
-            args=["-m", "subagent_acp.testing", "--script-json", json.dumps(script)],
-            dispose_eof_grace_seconds=0.5,
-            dispose_grace_seconds=0.5,
-        )
-    )
+def repo(make_repo: Callable[[dict[str, str]], Path]) -> Path:
+    return make_repo({"calc.py": BUGGY, "test_calc.py": TEST, "data/cases.csv": "2,3,5\n"})
 
 
 def cells(outcomes: list[FanoutResult]) -> dict[str, tuple[str, int]]:
@@ -96,7 +47,11 @@ def cells(outcomes: list[FanoutResult]) -> dict[str, tuple[str, int]]:
 
 
 async def test_pass_fail_and_tampered_are_told_apart_and_ranked(
-    repo: Path, temp_root: Path, state: Path
+    repo: Path,
+    temp_root: Path,
+    state_dir: Path,
+    writer: Writer,
+    entries: Entries,
 ) -> None:
     registry = SubagentRegistry()
     # Registered (and asked) worst first: the ranking, not the order, puts them right.
@@ -124,11 +79,11 @@ async def test_pass_fail_and_tampered_are_told_apart_and_ranked(
         verify = outcome.verify
         assert verify is not None
         assert verify.log is not None
-        assert verify.log.parent == state / "fanout" / outcome.run_id
+        assert verify.log.parent == state_dir / "fanout" / outcome.run_id
         log = verify.log.read_text(encoding="utf-8")
         assert SECRET in log  # the user's own output, for a person
         assert SECRET not in repr(dataclass_facts(outcome))
-    record = json.loads((state / "fanout" / outcomes[0].run_id / "run.json").read_text("utf-8"))
+    record = json.loads((state_dir / "fanout" / outcomes[0].run_id / "run.json").read_text("utf-8"))
     assert [(c["agent"], c["rank"], c["verify"]["status"]) for c in record["children"]] == [
         ("cheater", 3, "tampered"),
         ("breaker", 2, "fail"),
@@ -144,7 +99,11 @@ def dataclass_facts(outcome: FanoutResult) -> object:
 
 
 async def test_a_verify_that_hangs_times_out_within_its_bound_and_leaves_no_process(
-    repo: Path, temp_root: Path, tmp_path: Path
+    repo: Path,
+    temp_root: Path,
+    tmp_path: Path,
+    writer: Writer,
+    entries: Entries,
 ) -> None:
     pids = tmp_path / "pids"
     command = f"echo $$ > {pids}; sleep 600 & echo $! >> {pids}; wait"
@@ -171,7 +130,7 @@ async def test_a_verify_that_hangs_times_out_within_its_bound_and_leaves_no_proc
 
 
 async def test_a_protect_glob_catches_a_created_file_and_a_command_file(
-    repo: Path, temp_root: Path
+    repo: Path, temp_root: Path, writer: Writer, entries: Entries
 ) -> None:
     """`--protect data/*.csv`: a new CSV is tampering; so is a change to a file CMD names."""
     (repo / "check.sh").write_text(f"{sys.executable} test_calc.py\n", encoding="utf-8")
@@ -239,7 +198,7 @@ def test_the_defaults_protect_the_usual_test_configuration() -> None:
         assert name in DEFAULT_PROTECT
 
 
-async def test_verify_with_isolation_none_is_refused(tmp_path: Path) -> None:
+async def test_verify_with_isolation_none_is_refused(tmp_path: Path, writer: Writer) -> None:
     registry = SubagentRegistry()
     registry.register(writer("fixer", {"calc.py": FIXED}))
     with pytest.raises(ValueError, match="isolation none"):
