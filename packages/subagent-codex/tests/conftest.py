@@ -151,3 +151,30 @@ def fake_config(workspace: Path) -> MakeConfig:
         return CodexConfig(**fields)
 
     return build
+
+
+FailureLine = Callable[..., str]
+
+
+def _failure_line(stage: str, category: str, extra: str = "") -> str:
+    return f"Subagent failure (provider: codex; stage: {stage}; category: {category}{extra})"
+
+
+@pytest.fixture
+def failure_line() -> FailureLine:
+    """The failure line a test expects, spelled out in full (`extra`: the optional fields, such
+    as `"; exit code: 3"`), so the assertion reads the exact text a user gets."""
+    return _failure_line
+
+
+CompletedTurn = Callable[..., list[dict[str, object]]]
+
+
+def _completed_turn(text: str = "done") -> list[dict[str, object]]:
+    return [{"message": text, "phase": "final_answer"}, {"complete": "completed"}]
+
+
+@pytest.fixture
+def completed_turn() -> CompletedTurn:
+    """The fake's actions that end a turn well: the final answer `text`, then `completed`."""
+    return _completed_turn

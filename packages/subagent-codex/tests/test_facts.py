@@ -1,9 +1,12 @@
-"""The mapping is total and safe: whatever the child reports, the text is closed vocabulary."""
+"""The closed mapping of `_facts`: every way a turn ends, on exact diagnostics through the
+fake app-server, and total and safe under hypothesis: whatever the child reports, the text is
+closed vocabulary."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
 import subagent_codex
 import subagent_codex.testing
 from hypothesis import assume, given
@@ -22,6 +25,7 @@ _PERMISSION = (
     r"decision: (?:allow_once|allow_always|reject_once|reject_always|cancelled)\)"
 )
 DIAGNOSTIC = re.compile(rf"(?:{_FAILURE}(?:\n{_PERMISSION})?|{_PERMISSION})")
+PROMPT_FAILURE = "Subagent failure (provider: codex; stage: prompt; category: "
 _LIMIT_REASONS = {
     "usage-limit-exceeded",
     "rate-limit-exceeded",
@@ -74,3 +78,100 @@ def test_public_names() -> None:
     assert subagent_codex.__all__ == ["CodexConfig", "CodexProvider", "Sandbox"]
     for name in subagent_codex.testing.__all__:
         assert hasattr(subagent_codex.testing, name)
+
+
+# -- every way a turn ends, through the fake --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("info", "stop_reason", "diagnostic"),
+    [
+        ("contextWindowExceeded", "max-tokens", None),
+        (
+            "usageLimitExceeded",
+            "error",
+            PROMPT_FAILURE + "remote-limit; stop reason: usage-limit-exceeded)",
+        ),
+        (
+            "rateLimitExceeded",
+            "error",
+            PROMPT_FAILURE + "remote-limit; stop reason: rate-limit-exceeded)",
+        ),
+        (
+            "sessionBudgetExceeded",
+            "error",
+            PROMPT_FAILURE + "remote-limit; stop reason: session-budget-exceeded)",
+        ),
+        (
+            "tooManyDenials",
+            "error",
+            PROMPT_FAILURE + "remote-limit; stop reason: too-many-denials)",
+        ),
+        ("cyberPolicy", "refusal", None),
+        ("misalignmentPolicyViolation", "refusal", None),
+        ("serverOverloaded", "error", PROMPT_FAILURE + "upstream)"),
+        ("internalServerError", "error", PROMPT_FAILURE + "upstream)"),
+        ({"httpConnectionFailed": {"httpStatusCode": 502}}, "error", PROMPT_FAILURE + "upstream)"),
+        (
+            {"responseStreamDisconnected": {"httpStatusCode": None}},
+            "error",
+            PROMPT_FAILURE + "upstream)",
+        ),
+        (
+            {"responseTooManyFailedAttempts": {"httpStatusCode": 500}},
+            "error",
+            PROMPT_FAILURE + "upstream)",
+        ),
+        ("unauthorized", "error", PROMPT_FAILURE + "authentication)"),
+        (
+            {"httpConnectionFailed": {"httpStatusCode": 403}},
+            "error",
+            PROMPT_FAILURE + "authentication)",
+        ),
+        ("badRequest", "error", PROMPT_FAILURE + "unknown)"),
+        ("sk-SECRET-novel-variant", "error", PROMPT_FAILURE + "unknown)"),
+        ({"sk-SECRET": {"httpStatusCode": 500}}, "error", PROMPT_FAILURE + "unknown)"),
+        (None, "error", PROMPT_FAILURE + "unknown)"),
+    ],
+)
+async def test_every_failed_turn_maps(fake_config, run_once, info, stop_reason, diagnostic) -> None:
+    scenario = {"turn": [{"delta": "part"}, {"complete": "failed", "info": info}]}
+    result, _, _ = await run_once(fake_config(scenario))
+    assert (result.stop_reason, result.diagnostic, result.output) == (
+        stop_reason,
+        diagnostic,
+        "part",
+    )
+
+
+async def test_an_unauthorized_error_frame_settles_before_the_retries(
+    fake_config, run_once
+) -> None:
+    scenario = {
+        "turn": [
+            {
+                "error": {"responseStreamDisconnected": {"httpStatusCode": 401}},
+                "willRetry": True,
+                "message": "sk-SECRET in the message",
+                "details": "sk-SECRET in the details",
+            },
+            {"hang": True},
+        ]
+    }
+    result, disposed, events = await run_once(fake_config(scenario))
+    assert (result.stop_reason, result.diagnostic) == ("error", PROMPT_FAILURE + "authentication)")
+    assert disposed is None
+    assert "sk-SECRET" not in repr(events)
+
+
+async def test_a_remote_interrupt_is_a_remote_abort(fake_config, run_once) -> None:
+    result, _, _ = await run_once(fake_config({"turn": [{"complete": "interrupted"}]}))
+    assert (result.stop_reason, result.diagnostic) == (
+        "aborted",
+        PROMPT_FAILURE + "unknown; stop reason: interrupted)",
+    )
+
+
+async def test_an_unknown_turn_status_is_unknown(fake_config, run_once) -> None:
+    result, _, _ = await run_once(fake_config({"turn": [{"complete": "sk-SECRET-status"}]}))
+    assert (result.stop_reason, result.diagnostic) == ("error", PROMPT_FAILURE + "unknown)")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Final
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from subagent_core import OptionKind
 from subagent_core.kit import ALLOW_KINDS, PermissionGate
 
@@ -72,6 +72,21 @@ def _answer(method: str, params: Mapping[str, object], allowed: bool) -> dict[st
         granted = params.get("permissions") if allowed else None
         return {"permissions": granted if isinstance(granted, dict) else {}, "scope": "turn"}
     return {"decision": "accept" if allowed else "decline"}
+
+
+def queue_request(
+    queue: MemoryObjectSendStream[ServerRequest],
+    ident: RequestId,
+    method: str,
+    params: Mapping[str, object],
+) -> bool:
+    """The reader's hand-off: queues a server request for the worker without waiting; False
+    when the queue is full or closed (the reader then refuses the request at once)."""
+    try:
+        queue.send_nowait(ServerRequest(ident, method, params))
+    except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        return False
+    return True
 
 
 GateOf = Callable[[], PermissionGate | None]

@@ -5,10 +5,11 @@ The child's life — spawn, deadlines, settle-once, cancel, teardown — is the 
 
 Handshake: `initialize` → `initialized` → `account/read` (a provider that needs OpenAI auth
 with no account fails the start as `authentication`, instead of a turn that retries offline
-for ever) → `thread/start` (ephemeral: nothing lands in the user's rollouts). A turn is
-`turn/start` on that thread; the reader hands its notifications to the turn's transcript and
-settles it on `turn/completed` of its own turn id. An interrupted turn's id is remembered, so
-its late `turn/completed` never settles the next turn.
+for ever) → `thread/start`, or `thread/resume` for a session's fresh child (a thread it no
+longer holds is a `resume-miss`); what these send and how their answers are read is
+`_thread`'s. A turn is `turn/start` on that thread; the reader hands its notifications to the
+turn's transcript and settles it on `turn/completed` of its own turn id. An interrupted turn's
+id is remembered, so its late `turn/completed` never settles the next turn.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import logging
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Final, cast
+from typing import cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -39,24 +40,12 @@ from subagent_core.kit import (
 
 from ._config import CodexConfig
 from ._facts import is_authentication, map_failed_turn
-from ._permission import QUEUE_CAPACITY, ServerRequest, serve_requests
-from ._transcript import Transcript, thread_totals
-from ._wire import Connection, ConnectionLostError, RequestId, RPCError
+from ._permission import QUEUE_CAPACITY, ServerRequest, queue_request, serve_requests
+from ._thread import answer_id, initialize_params, needs_login, resume_params, start_params
+from ._transcript import Transcript, thread_totals, usage_since
+from ._wire import Connection, ConnectionLostError, RPCError
 
 _log = logging.getLogger("subagent_codex")
-
-CLIENT_NAME: Final = "subagent-codex"
-
-# Notifications this client never reads: opting out keeps a chatty child's stdout small.
-_OPT_OUT: Final = (
-    "item/commandExecution/outputDelta",
-    "item/fileChange/outputDelta",
-    "command/exec/outputDelta",
-    "process/outputDelta",
-    "remoteControl/status/changed",
-    "account/rateLimits/updated",
-    "turn/diff/updated",
-)
 
 
 class CodexChild(ChildProtocol):
@@ -113,7 +102,7 @@ class CodexChild(ChildProtocol):
         conn = Connection(
             ChildPipes.of(link.proc, config),
             on_notification=self._on_notification,
-            on_request=partial(_queue_request, send),
+            on_request=partial(queue_request, send),
             on_frame=link.touch,
         )
         self.connection = conn
@@ -121,26 +110,21 @@ class CodexChild(ChildProtocol):
         self._reading = True
         link.start_soon(self._read, conn, send)
         link.start_soon(serve_requests, conn, self._gate, receive)
-        params: dict[str, object] = {
-            "clientInfo": {"name": CLIENT_NAME, "title": None, "version": "0.1.0"},
-            "capabilities": {"experimentalApi": False, "optOutNotificationMethods": _OPT_OUT},
-        }
-        await self.call(link, "initialize", params)
+        await self.call(link, "initialize", initialize_params())
         try:
             await conn.notify("initialized")
         except ConnectionLostError as error:
             raise ChildFailure(await self.failure(link, "initialize", error)) from error
         account = await self.call(link, "account/read", {"refreshToken": False})
-        if _needs_login(account):
+        if needs_login(account):
             _log.info("Codex child: the model provider needs a login it lacks")
             raise ChildFailure(Failure("initialize", "authentication"))
         if self._resume_thread is None:
-            answer = await self.call(
-                link, "thread/start", self._thread_params(), traceparent=traceparent()
-            )
+            params = start_params(config, self._cwd, kept=self._home is not None)
+            answer = await self.call(link, "thread/start", params, traceparent=traceparent())
         else:
             answer = await self._resume(link, self._resume_thread)
-        thread_id = _thread_id(answer)
+        thread_id = answer_id(answer, "thread")
         if thread_id is None:
             raise ChildFailure(Failure("initialize", "protocol"))
         self.thread_id = thread_id
@@ -149,10 +133,7 @@ class CodexChild(ChildProtocol):
 
     async def _resume(self, link: ChildLink, thread: str) -> object:
         """`thread/resume`: a thread the child's home no longer holds is a `resume-miss`."""
-        params = self._thread_params()
-        del params["ephemeral"]
-        params["threadId"] = thread
-        params["excludeTurns"] = True
+        params = resume_params(self._config, self._cwd, thread)
         try:
             return await self.connection.request("thread/resume", params)
         except RPCError as error:
@@ -161,20 +142,6 @@ class CodexChild(ChildProtocol):
             raise ChildFailure(Failure("initialize", "resume-miss")) from error
         except ConnectionLostError as error:
             raise ChildFailure(await self.failure(link, "initialize", error)) from error
-
-    def _thread_params(self) -> dict[str, object]:
-        config = self._config
-        # `reject` never asks (the sandbox alone decides); anything else asks on request.
-        policy = "never" if config.permission == "reject" else "on-request"
-        params: dict[str, object] = {
-            "cwd": str(self._cwd),
-            "approvalPolicy": policy,
-            "sandbox": config.sandbox,
-            "ephemeral": self._home is None,
-        }
-        if config.model is not None:
-            params["model"] = config.model
-        return params
 
     # -- what the wire reports (the reader task) -------------------------------------------------
 
@@ -270,7 +237,7 @@ class CodexTurn(TurnDriver):
 
     @property
     def usage(self) -> Usage | None:
-        return _since(self._transcript.usage, self._baseline)
+        return usage_since(self._transcript.usage, self._baseline)
 
     def _publish(self, event: SubagentEvent) -> None:
         """The transcript's events; a usage report counts this turn's part of the totals."""
@@ -294,7 +261,7 @@ class CodexTurn(TurnDriver):
         if turn.output_schema is not None:
             params["outputSchema"] = turn.output_schema
         answer = await child.call(self._link, "turn/start", params, traceparent=turn.traceparent)
-        self._turn_id = _turn_id(answer)
+        self._turn_id = answer_id(answer, "turn")
         conn = child.connection
         while not turn.settled:
             if conn.broken is not None:
@@ -372,58 +339,3 @@ class CodexTurn(TurnDriver):
                 self._turn.fail(Failure("prompt", "output-schema"))
                 return
         self._turn.complete()
-
-
-def _queue_request(
-    queue: MemoryObjectSendStream[ServerRequest],
-    ident: RequestId,
-    method: str,
-    params: Mapping[str, object],
-) -> bool:
-    try:
-        queue.send_nowait(ServerRequest(ident, method, params))
-    except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-        return False
-    return True
-
-
-def _needs_login(value: object) -> bool:
-    if not isinstance(value, dict):
-        return False
-    answer = cast(Mapping[str, object], value)
-    return answer.get("requiresOpenaiAuth") is True and answer.get("account") is None
-
-
-def _thread_id(value: object) -> str | None:
-    if isinstance(value, dict):
-        thread = cast(Mapping[str, object], value).get("thread")
-        if isinstance(thread, dict):
-            ident = cast(Mapping[str, object], thread).get("id")
-            if isinstance(ident, str) and ident:
-                return ident
-    return None
-
-
-def _turn_id(value: object) -> str | None:
-    if isinstance(value, dict):
-        turn = cast(Mapping[str, object], value).get("turn")
-        if isinstance(turn, dict):
-            ident = cast(Mapping[str, object], turn).get("id")
-            if isinstance(ident, str) and ident:
-                return ident
-    return None
-
-
-def _since(total: Usage | None, baseline: Usage | None) -> Usage | None:
-    """What a thread's running totals added since `baseline` (each count on its own)."""
-    if total is None or baseline is None:
-        return total
-
-    def minus(now: int | None, before: int | None) -> int | None:
-        return now if now is None or before is None else max(now - before, 0)
-
-    return Usage(
-        input_tokens=minus(total.input_tokens, baseline.input_tokens),
-        output_tokens=minus(total.output_tokens, baseline.output_tokens),
-        cached_input_tokens=minus(total.cached_input_tokens, baseline.cached_input_tokens),
-    )

@@ -3,7 +3,9 @@
 Codex streams a turn as `item/started` / `item/completed` of typed items, deltas for the agent
 message and the reasoning, and running token totals. The output is the last `agentMessage`
 of phase `final_answer`, else the last `agentMessage`, else the deltas received, each held in
-a `BoundedText` so a flooding child costs at most `max_output_bytes` per copy.
+a `BoundedText` so a flooding child costs at most `max_output_bytes` per copy. The usage
+codex reports is the thread's running totals; a turn's own is what they added since it began
+(`usage_since`).
 """
 
 from __future__ import annotations
@@ -128,6 +130,22 @@ def thread_totals(params: Mapping[str, object]) -> Usage | None:
         input_tokens=_count(counts.get("inputTokens")),
         output_tokens=_count(counts.get("outputTokens")),
         cached_input_tokens=_count(counts.get("cachedInputTokens")),
+    )
+
+
+def usage_since(total: Usage | None, baseline: Usage | None) -> Usage | None:
+    """What a thread's running totals added since `baseline` (each count on its own): a turn's
+    part of totals that count every turn of the thread."""
+    if total is None or baseline is None:
+        return total
+
+    def minus(now: int | None, before: int | None) -> int | None:
+        return now if now is None or before is None else max(now - before, 0)
+
+    return Usage(
+        input_tokens=minus(total.input_tokens, baseline.input_tokens),
+        output_tokens=minus(total.output_tokens, baseline.output_tokens),
+        cached_input_tokens=minus(total.cached_input_tokens, baseline.cached_input_tokens),
     )
 
 

@@ -4,8 +4,8 @@
   `stub_provider_overrides(base_url)` points a `CodexConfig` at it (keyless: the key is a
   dummy in `CodexConfig.env[STUB_KEY_ENV]`).
 - `python -m subagent_codex.testing` is a stdlib fake `codex app-server` following a scenario
-  (`fake_app_server_argv()`, `scenario_env(scenario)`), for the hostile cases a real binary
-  cannot be made to show.
+  (`fake_app_server_argv()`, `scenario_env(scenario)`; `_script` describes every knob), for
+  the hostile cases a real binary cannot be made to show.
 
 This package imports only the standard library.
 """
@@ -16,12 +16,12 @@ import json
 import sys
 from collections.abc import Mapping
 
-from ._fake_app_server import SCENARIO_ENV as SCENARIO_ENV
 from ._responses_stub import STUB_KEY_ENV as STUB_KEY_ENV
 from ._responses_stub import STUB_MODEL as STUB_MODEL
 from ._responses_stub import ResponsesStub as ResponsesStub
 from ._responses_stub import open_responses_stub as open_responses_stub
 from ._responses_stub import stub_provider_overrides as stub_provider_overrides
+from ._script import SCENARIO_ENV as SCENARIO_ENV
 
 __all__ = [
     "SCENARIO_ENV",

@@ -2,6 +2,6 @@
 
 import sys
 
-from ._fake_app_server import run_fake_app_server
+from ._fake import serve_scenario
 
-sys.exit(run_fake_app_server())
+sys.exit(serve_scenario())

@@ -1,4 +1,5 @@
-"""The fake app-server's frames validate against the schema the real binary generates."""
+"""The fake app-server itself: its frames validate against the schema the real binary
+generates, and a scenario it cannot read stops it at once."""
 
 from __future__ import annotations
 
@@ -168,3 +169,29 @@ def test_the_schema_knows_every_method_the_provider_reads(schema_dir: Path) -> N
         requests
     )
     assert sys.version_info >= (3, 11)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "reason"),
+    [
+        ("[]", "the scenario must be a JSON object"),
+        ("{not json", "the scenario is not JSON"),
+        ('{"hang_att": "turn"}', "unknown knobs: hang_att"),
+        ('{"turn": [{"mesage": "hi"}]}', "unknown action: {'mesage': 'hi'}"),
+        ('{"turns": [[{"complete": "completed"}], "oops"]}', "a turn must be a list of actions"),
+    ],
+)
+def test_a_scenario_the_fake_cannot_read_fails_it_at_once(scenario: str, reason: str) -> None:
+    """A typo in a test's scenario stops the fake before it answers anything."""
+    from subagent_codex.testing import SCENARIO_ENV, fake_app_server_argv
+
+    done = subprocess.run(
+        fake_app_server_argv(),
+        input=b"",
+        env={**os.environ, SCENARIO_ENV: scenario},
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr.decode() == f"fake app-server: {reason}\n"

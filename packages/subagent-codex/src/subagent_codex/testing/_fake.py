@@ -1,43 +1,10 @@
-"""A stdlib fake `codex app-server --listen stdio://`, following a scenario.
+"""A stdlib fake `codex app-server --listen stdio://`: the server loop that plays a scenario.
 
-It speaks the handshake and one turn with frames shaped like the ones codex 0.163 writes
+It speaks the handshake and its turns with frames shaped like the ones codex 0.163 writes
 (captured from the real binary; a test validates every frame it writes against the JSON Schema
 that `codex app-server generate-json-schema` produces), and misbehaves on request: floods,
 garbage, duplicate and late responses, death mid-frame, deafness to EOF and SIGTERM, escaping
-grandchildren, approval storms.
-
-The scenario is a JSON object in `CODEX_FAKE_SCENARIO`:
-
-- `account`: the `account/read` answer (default: no login needed);
-- `initialize_error`: answer `initialize` with a JSON-RPC error of this code;
-- `hang_at`: a request method never answered (the fake reads on until EOF);
-- `exit_at`: `"initialize"` or `"thread"`: exit (code `exit_code`, default 3) at that request;
-- `turn`: the actions played after `turn/start` is answered, in order, each an object with
-  one key: `delta` (text), `message` (text; with `phase`), `reasoning` (text), `command`
-  (a commandExecution item, started and completed), `usage` ([input, cached, output]),
-  `approval` (`"command"`, `"fileChange"`, `"permissions"`; with `count`, default 1: a storm
-  sends them all before reading an answer), `request` (any method: a server request the client
-  does not know), `error` (a `codexErrorInfo`; with `willRetry`), `complete` (`"completed"`,
-  `"failed"`, `"interrupted"`; with `info`), `flood` (that many notifications of an unknown
-  method), `garbage` (a line that is not JSON), `huge` (a line of that many bytes),
-  `duplicate` (answer the last request again), `late` (answer an id never asked), `die`
-  (write half a frame, then exit with `exit_code`), `exit` (exit with that code), `hang`
-  (read and ignore stdin for ever), `until_interrupt` (silence until `turn/interrupt`),
-  `escapee` (start a `setsid` grandchild that sleeps), `env_to` (write the environment as
-  JSON to that path), `pid_to` (write the fake's pid to that path);
-- `turns`: one action list per turn, for several turns on one process (the last one repeats);
-- `echo_history`: each turn's final answer is `seen: <every prompt so far, ` | `-joined>`;
-- `ignore_eof`: keep running after stdin ends, and ignore SIGTERM;
-- `answers_to`: append every answer the client gave to a server request to that file (JSONL).
-
-The shared knobs of the conformance suite (`subagent_core.testing.conformance`) read as:
-`hang_at` `"handshake"` is `"initialize"`; `exit_code` without `exit_at` exits at
-`initialize`; `trap_term` ignores SIGTERM; without `turn`, the turn is built from `text`
-(default `"done"`; with `echo_prompt` the turn's prompt, and the thread's token totals grow by
-`[len(prompt), 0, 1]`): `flood` reasoning deltas, then the final answer and `completed`, or
-on the first turn with `hang_at` `"turn"` the text as a delta and silence until
-`turn/interrupt` (or EOF); `grandchild_holds_stdout` and `setsid_escapee` start grandchildren
-as the turn starts.
+grandchildren, approval storms. What it plays is the scenario `_script` loads and describes.
 
 `turn/interrupt` ends the turn as `interrupted` whatever is playing. Each turn has its own id.
 A thread started with `ephemeral: false` keeps its prompts in a rollout file under
@@ -56,7 +23,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
-SCENARIO_ENV: Final = "CODEX_FAKE_SCENARIO"
+from ._script import Action, ScenarioError, echoed_totals, load_scenario, shared_turn
+
 THREAD_ID: Final = "01a23700-0000-7000-8000-000000000001"
 TURN_ID: Final = "01a23700-0000-7000-8000-000000000002"
 _VERSION: Final = "0.163.0"
@@ -213,8 +181,8 @@ class FakeAppServer:
                 if isinstance(code, int):
                     self.write({"id": ident, "error": {"code": code, "message": "refused"}})
                     continue
-                if self.exit_at() == "initialize":
-                    return int(scenario.get("exit_code", 3))
+                if scenario.get("exit_at") == "initialize":
+                    return int(scenario["exit_code"])
                 self.reply(
                     ident,
                     {
@@ -228,8 +196,8 @@ class FakeAppServer:
                 account = scenario.get("account") or {"account": None, "requiresOpenaiAuth": False}
                 self.reply(ident, account)
             elif method in ("thread/start", "thread/resume"):
-                if self.exit_at() == "thread":
-                    return int(scenario.get("exit_code", 3))
+                if scenario.get("exit_at") == "thread":
+                    return int(scenario["exit_code"])
                 params: dict[str, Any] = frame.get("params") or {}
                 if not self.open_rollout(method, params):
                     message = f"no rollout found for thread id {params.get('threadId')}"
@@ -303,7 +271,7 @@ class FakeAppServer:
             with open(self.rollout, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(prompt) + "\n")
 
-    def actions(self) -> list[Mapping[str, Any]]:
+    def actions(self) -> list[Action]:
         """This turn's actions: `turns[n]` (the last repeats), `turn`, or the shared knobs'."""
         scenario = self.scenario
         if scenario.get("echo_history"):
@@ -311,34 +279,20 @@ class FakeAppServer:
             return [{"message": seen, "phase": "final_answer"}, {"complete": "completed"}]
         turns: Any = scenario.get("turns")
         if isinstance(turns, list) and turns:
-            plays = cast("list[list[Mapping[str, Any]]]", turns)
+            plays = cast("list[list[Action]]", turns)
             return list(plays[min(self.turns_started, len(plays)) - 1])
         return scenario["turn"] if "turn" in scenario else self.shared_turn()
-
-    def exit_at(self) -> object:
-        """Where to exit: `exit_at`, or `initialize` when only `exit_code` is given."""
-        scenario = self.scenario
-        if "exit_at" in scenario:
-            return scenario["exit_at"]
-        return "initialize" if scenario.get("exit_code") is not None else None
 
     def hangs(self) -> bool:
         """The shared `hang_at` `"turn"`: the first turn goes silent, later turns answer."""
         return self.scenario.get("hang_at") == "turn" and self.turns_started == 1
 
-    def shared_turn(self) -> list[Mapping[str, Any]]:
-        """The turn the shared knobs describe, for a scenario without `turn`."""
-        text = str(self.scenario.get("text", "done"))
-        actions: list[Mapping[str, Any]] = [
-            {"reasoning": "x"} for _ in range(int(self.scenario.get("flood", 0)))
-        ]
+    def shared_turn(self) -> list[Action]:
+        """This turn as the shared knobs describe it; an echoed turn grows the thread's totals."""
+        prompt = self.prompts[-1]
         if self.scenario.get("echo_prompt"):
-            text = self.prompts[-1]
-            self.totals = [self.totals[0] + len(text), 0, self.totals[2] + 1]
-            actions.append({"usage": list(self.totals)})
-        if self.hangs():
-            return [*actions, {"delta": text}]
-        return [*actions, {"message": text, "phase": "final_answer"}, {"complete": "completed"}]
+            self.totals = echoed_totals(self.totals, prompt)
+        return shared_turn(self.scenario, prompt=prompt, totals=self.totals, silent=self.hangs())
 
     def grandchildren(self) -> None:
         """`grandchild_holds_stdout` and `setsid_escapee`: sleepers that never exit by themselves."""
@@ -388,7 +342,7 @@ class FakeAppServer:
                         handle.write(json.dumps(frame) + "\n")
         return None
 
-    def play(self, actions: list[Mapping[str, Any]]) -> int | None:
+    def play(self, actions: list[Action]) -> int | None:
         for action in actions:
             if self.interrupted:
                 return None
@@ -506,11 +460,14 @@ class FakeAppServer:
         return 0
 
 
-def run_fake_app_server() -> int:
-    """Serves the scenario from `CODEX_FAKE_SCENARIO`; returns the exit code."""
-    scenario = json.loads(os.environ.get(SCENARIO_ENV) or "{}")
-    if scenario.get("hang_at") == "handshake":
-        scenario["hang_at"] = "initialize"
-    if scenario.get("ignore_eof") or scenario.get("trap_term"):
+def serve_scenario() -> int:
+    """Serves the scenario from `CODEX_FAKE_SCENARIO` on stdio; returns the exit code (2 for a
+    scenario the fake cannot read, with the reason on stderr)."""
+    try:
+        scenario = load_scenario(os.environ)
+    except ScenarioError as error:
+        sys.stderr.write(f"fake app-server: {error}\n")
+        return 2
+    if scenario.get("trap_term"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return FakeAppServer(scenario).serve()
