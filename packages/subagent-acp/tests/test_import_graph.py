@@ -10,7 +10,7 @@ from subagent_core.testing import find_cycle, import_graph
 
 def test_subagent_acp_has_no_import_cycle() -> None:
     graph = import_graph(Path(subagent_acp.__file__).parent, "subagent_acp")
-    assert "subagent_acp._transport" in graph["subagent_acp._bridge"]
+    assert "subagent_acp._wire" in graph["subagent_acp._bridge"]
     assert find_cycle(graph) is None
 
 
@@ -28,7 +28,7 @@ def test_the_config_and_the_fake_child_do_not_import_acp() -> None:
                 todo.extend(graph[module])
         assert not seen & {
             "subagent_acp._bridge",
-            "subagent_acp._transport",
+            "subagent_acp._wire",
             "subagent_acp._client",
             "subagent_acp._run",
         }, start

@@ -1,6 +1,6 @@
 """The `acp` SDK connection over a managed process's streams.
 
-The SDK gets a message-level transport of ours (`_transport.ChildTransport`: bounded framing,
+The SDK gets a message-level transport of ours (`_wire.ChildTransport`: bounded framing,
 bounded inbound requests, ordered updates) and a client whose handlers only report safe facts
 back to the child's turns. The SDK's own waits are never trusted to end: every request runs
 inside a scope the lifecycle cancels on process exit, cancellation and the deadlines.
@@ -33,7 +33,7 @@ from subagent_core.kit import ChildPipes
 
 from ._client import ACPClient
 from ._facts import AUTHENTICATION_CODES
-from ._transport import ChildTransport, SessionUpdate
+from ._wire import ChildTransport, SessionUpdate
 
 ErrorKind = Literal["auth-required", "rpc-error", "connection-lost", "other"]
 """`other` covers schema-invalid answers (the SDK's validation errors) and anything else."""

@@ -50,7 +50,7 @@ from ._resume import reopen
 from ._services import AFTER_LADDER_SECONDS, ChildServices
 from ._spawn import capabilities_for, open_session
 from ._transcript import Transcript
-from ._transport import SessionUpdate
+from ._wire import SessionUpdate
 
 _log = logging.getLogger("subagent_acp")
 

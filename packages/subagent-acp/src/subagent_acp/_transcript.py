@@ -54,7 +54,7 @@ from subagent_core import (
 )
 from subagent_core.kit import BoundedText, safe_cost
 
-from ._transport import SessionUpdate, StatusOutsideSet
+from ._wire import SessionUpdate, StatusOutsideSet
 
 
 def event_for(update: SessionUpdate) -> SubagentEvent | None:
