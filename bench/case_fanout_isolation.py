@@ -79,6 +79,7 @@ async def fanout_isolation(ctx: Context) -> list[Section]:
     shared = ctx.work / "fanout-shared"
     shared.mkdir()
     patches = ctx.work / "fanout-patches"
+    runs = ctx.work / "fanout-runs"  # the run records stay out of the user's state directory
     registry = SubagentRegistry()
     registry.register(_writer())
 
@@ -90,6 +91,7 @@ async def fanout_isolation(ctx: Context) -> list[Section]:
                 ["writer"] * size,
                 SubagentRequest(prompt="bench", cwd=repo),
                 patch_dir=patches,
+                runs_dir=runs,
             )
             elapsed = time.perf_counter() - started
             if [len(o.files) for o in outcomes] != [1] * size:

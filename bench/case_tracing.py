@@ -29,6 +29,9 @@ from subagent_acp import ACPConfig, ACPProvider
 from subagent_core import SubagentRegistry, SubagentRequest, _tracing  # pyright: ignore[reportPrivateUsage]
 
 TEXT = "Hello from the fake ACP child."
+PAIRS = 40
+"""Rounds per comparison: one pair spreads about ±20 % on a shared machine, and the off target
+is 1 %, so the median needs many pairs to say anything."""
 
 
 @contextmanager
@@ -100,7 +103,7 @@ async def tracing(ctx: Context) -> list[Section]:
         off = await paired(
             {"untraced": _run(ctx, registry, None), "off": _run(ctx, registry, trace)},
             warmup=ctx.reps(3, 1),
-            repeat=ctx.reps(20, 5),
+            repeat=ctx.reps(PAIRS, 5),
         )
         provider = TracerProvider()
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
@@ -109,7 +112,7 @@ async def tracing(ctx: Context) -> list[Section]:
             on = await paired(
                 {"untraced": _run(ctx, registry, None), "on": _run(ctx, registry, trace)},
                 warmup=ctx.reps(3, 1),
-                repeat=ctx.reps(20, 5),
+                repeat=ctx.reps(PAIRS, 5),
             )
         finally:
             provider.shutdown()
