@@ -119,6 +119,10 @@ mode = "execute"
         ),
         ({"providers": {"a": {"kind": "model", "mode": "yolo"}}}, "providers.a.mode"),
         ({"providers": {"a": {"kind": "model", "command": "x"}}}, "providers.a.command"),
+        (
+            {"providers": {"a": {"kind": "model", "otel_passthrough": True}}},
+            "providers.a.otel_passthrough",
+        ),
     ],
 )
 def test_a_bad_value_names_its_key(document: dict[str, object], key: str) -> None:
@@ -231,3 +235,32 @@ def test_a_codex_table_rejects_a_bad_sandbox() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config({"providers": {"c": {"kind": "codex", "sandbox": "wide-open"}}})
     assert caught.value.key == "providers.c.sandbox"
+
+
+CHILD_KINDS = ("acp", "sdk", "claude", "codex")
+
+
+@pytest.mark.parametrize("kind", CHILD_KINDS)
+def test_otel_passthrough_reaches_the_config_of_every_child_kind(kind: str, tmp_path: Path) -> None:
+    """`otel_passthrough = true` reaches the provider's config and the provider built from it;
+    a table without the key leaves it false."""
+    from harness._registry.build import build_provider
+    from subagent_core.kit import ChildProvider
+
+    table: dict[str, object] = {"kind": kind, "command": "agent"}
+    config = parse_config({"providers": {"on": {**table, "otel_passthrough": True}, "off": table}})
+    on, off = config.providers
+    assert not isinstance(on.config, ModelChildConfig)
+    assert not isinstance(off.config, ModelChildConfig)
+    assert (on.config.otel_passthrough, off.config.otel_passthrough) == (True, False)
+    built = build_provider(on, endpoint=None, workspace=tmp_path)
+    assert isinstance(built, ChildProvider)
+    assert built.config.otel_passthrough is True
+
+
+@pytest.mark.parametrize("kind", CHILD_KINDS)
+def test_a_non_boolean_otel_passthrough_is_refused(kind: str) -> None:
+    table = {"kind": kind, "command": "agent", "otel_passthrough": "yes"}
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"providers": {"a": table}})
+    assert str(caught.value) == "harness.toml: providers.a.otel_passthrough: must be true or false"

@@ -64,6 +64,7 @@ class SomeConfig(ChildBounds):
     env: dict[str, str | None] = field(default_factory=dict[str, str | None])
     shutdown_timeout_seconds: float = 1.0
     prewarm: int = 0
+    otel_passthrough: bool = False
     remote: Placement | None = None
 
     def __post_init__(self) -> None:
@@ -114,6 +115,8 @@ def test_a_cwd_need_not_exist_when_the_provider_says_so(tmp_path: Path) -> None:
         ("prewarm", True, "must be an int from 0 to 64"),
         ("max_frame_bytes", 0, "must be a positive int"),
         ("provider_name", "has space", "must be 1-64 letters"),
+        ("otel_passthrough", "yes", "must be True or False$"),
+        ("otel_passthrough", 1, "must be True or False$"),
     ],
 )
 def test_a_bad_shared_field_names_its_key(key: str, value: object, requirement: str) -> None:

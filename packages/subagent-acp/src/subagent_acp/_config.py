@@ -100,8 +100,6 @@ class ACPConfig(ChildBounds):
         object.__setattr__(self, "fs", _check_fs(self.fs))
         if not isinstance(self.terminal, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise _fail("terminal", "must be True or False")
-        if not isinstance(self.otel_passthrough, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise _fail("otel_passthrough", "must be True or False")
         for key in ("mode", "model"):
             value: object = getattr(self, key)
             if value is not None and (not isinstance(value, str) or value == ""):

@@ -123,8 +123,6 @@ class ClaudeConfig(ChildBounds):
             raise _fail("system_prompt", 'must be "none" or "claude_code"')
         if not isinstance(self.read_user_settings, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise _fail("read_user_settings", "must be True or False")
-        if not isinstance(self.otel_passthrough, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise _fail("otel_passthrough", "must be True or False")
 
     def child_command(
         self,

@@ -116,8 +116,6 @@ class CodexConfig(ChildBounds):
         model = cast(object, self.model)
         if model is not None and (not isinstance(model, str) or model == ""):
             raise _fail("model", "must be a non-empty string or None")
-        if not isinstance(self.otel_passthrough, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise _fail("otel_passthrough", "must be True or False")
         object.__setattr__(self, "config_overrides", _check_overrides(self.config_overrides))
 
     @property

@@ -138,8 +138,8 @@ def check_child_config(
     `ChildCommand`, and a configured cwd must be a directory this process can enter unless
     `existing_cwd` is false), `permission`, the three graces (`Teardown.checked`),
     `write_timeout_seconds` and the fields named in `seconds` (positive, finite), the startup
-    and idle deadlines, `max_frame_bytes` and `max_output_bytes`, `child_stderr`, `prewarm`
-    (up to `MAX_PREWARM` warm children). A field the config does not have is skipped. A
+    and idle deadlines, `max_frame_bytes` and `max_output_bytes`, `child_stderr`,
+    `otel_passthrough` (a bool), `prewarm` (up to `MAX_PREWARM` warm children). A field the config does not have is skipped. A
     command left `None` (found at each start) is checked as `default_command`, when given,
     and stays `None`.
 
@@ -179,6 +179,8 @@ def check_child_config(
             check.positive_int(key)
     if check.has("child_stderr") and not isinstance(check.get("child_stderr"), ChildStderr):
         raise check.fail("child_stderr", "must be a subagent_core.kit.ChildStderr")
+    if check.has("otel_passthrough") and not isinstance(check.get("otel_passthrough"), bool):
+        raise check.fail("otel_passthrough", "must be True or False")
     prewarm = check.get("prewarm") if check.has("prewarm") else 0
     if isinstance(prewarm, bool) or not isinstance(prewarm, int) or not 0 <= prewarm <= MAX_PREWARM:
         raise check.fail("prewarm", f"must be an int from 0 to {MAX_PREWARM}")

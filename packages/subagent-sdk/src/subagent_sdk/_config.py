@@ -87,8 +87,6 @@ class SDKConfig(ChildBounds):
         tokens = cast(object, self.max_tokens)
         if tokens is not None and not _positive_int(tokens):
             raise _reject("max_tokens", "must be a positive int or None")
-        if not isinstance(self.otel_passthrough, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise _reject("otel_passthrough", "must be True or False")
 
     @property
     def child_command(self) -> ChildCommand:

@@ -34,6 +34,7 @@ from .settings import (
 )
 from .toml_values import (
     ConfigError,
+    read_bool,
     read_list,
     read_optional_string,
     read_positive_int,
@@ -67,7 +68,15 @@ TEARDOWN_DEFAULTS: Final = {
 """The teardown ladder of a table that sets none: short, since real agents ignore EOF."""
 
 _COMMON_KEYS = {"kind"}
-_PROCESS_KEYS = {"command", "args", "cwd", "env", *TEARDOWN_DEFAULTS, *PLACEMENT_KEYS}
+_PROCESS_KEYS = {
+    "command",
+    "args",
+    "cwd",
+    "env",
+    "otel_passthrough",
+    *TEARDOWN_DEFAULTS,
+    *PLACEMENT_KEYS,
+}
 _KIND_KEYS: dict[str, set[str]] = {
     "acp": _COMMON_KEYS | _PROCESS_KEYS | {"permission", "fs", "terminal", "model", "mode"},
     "sdk": _COMMON_KEYS | _PROCESS_KEYS | {"provider", "model", "max_tokens"},
@@ -151,6 +160,7 @@ def _child_config(
             for key, default in TEARDOWN_DEFAULTS.items()
         },
     )
+    otel_passthrough = read_bool(table, "otel_passthrough", prefix)
     # ACP and SDK children have no default program: provider_from_table required one.
     program = command or ""
     if kind == "sdk":
@@ -167,6 +177,7 @@ def _child_config(
                 provider=provider,
                 model=model,
                 max_tokens=max_tokens,
+                otel_passthrough=otel_passthrough,
                 **teardown,
             ),
         )
@@ -176,9 +187,7 @@ def _child_config(
         from subagent_acp import ACPConfig
 
         fs = read_string(table, "fs", prefix, "none")
-        terminal = table.get("terminal", False)
-        if not isinstance(terminal, bool):
-            raise ConfigError(f"{prefix}.terminal", "must be true or false")
+        terminal = read_bool(table, "terminal", prefix)
         mode = read_optional_string(table, "mode", prefix) or (preset.mode if preset else None)
         return _checked(
             prefix,
@@ -190,6 +199,7 @@ def _child_config(
                 terminal=terminal,
                 mode=mode,
                 model=model,
+                otel_passthrough=otel_passthrough,
                 **teardown,
             ),
         )
@@ -203,6 +213,7 @@ def _child_config(
                 args=args,
                 permission=permission,
                 model=model,
+                otel_passthrough=otel_passthrough,
                 **teardown,
             ),
         )
@@ -219,6 +230,7 @@ def _child_config(
             sandbox=cast("Sandbox", sandbox),
             model=model,
             config_overrides=overrides,
+            otel_passthrough=otel_passthrough,
             **teardown,
         ),
     )

@@ -74,6 +74,14 @@ def read_string(table: Mapping[str, object], key: str, prefix: str, default: str
     return default if value is None else value
 
 
+def read_bool(table: Mapping[str, object], key: str, prefix: str) -> bool:
+    """A TOML boolean; an absent key is false."""
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{prefix}.{key}", "must be true or false")
+    return value
+
+
 def read_positive_int(table: Mapping[str, object], key: str, prefix: str) -> int | None:
     if key not in table:
         return None
