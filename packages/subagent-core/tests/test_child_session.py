@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -41,11 +42,14 @@ from subagent_core.kit import (
     ChildTurns,
     Failure,
     LineReader,
+    OwnedTask,
     SessionSlot,
     Teardown,
     Turn,
     TurnDriver,
+    open_managed_process,
     session_workspace,
+    watching_child,
 )
 
 CHILD = Path(__file__).parent / "children" / "turns.py"
@@ -286,6 +290,75 @@ async def test_the_idle_deadline_ends_a_silent_turn_and_interrupts_it() -> None:
     assert silent == SubagentResult(stop_reason="error", diagnostic=_line("prompt", "timeout"))
     assert child.interrupts == 1
     assert after.output == "b"
+
+
+async def test_the_childs_waiter_runs_the_check_until_it_hears_the_exit() -> None:
+    """One task per child: the check runs at the delays it asks for while the waiter waits for
+    the exit, and the listener hears the exit once."""
+    checks: list[float] = []
+    exits: list[bool] = []
+
+    def check() -> float:
+        checks.append(anyio.current_time())
+        return 0.05
+
+    argv = [sys.executable, "-c", "import time; time.sleep(0.6)"]
+    with anyio.fail_after(30):
+        async with open_managed_process(argv) as proc, watching_child(proc) as watch:
+            watch.listener = lambda: exits.append(watch.exited)
+            watch.check_every(check)
+            await watch.wait()
+            await anyio.sleep(0.2)  # no check after the exit
+    assert exits == [True]
+    assert len(checks) >= 4
+    assert checks[-1] < anyio.current_time() - 0.15
+
+
+async def _drive_parked(session: ChildSession, child: LineChild, spawned: anyio.Event) -> None:
+    """A warm pool's child in short: its block spawns and watches it, and drives its session
+    at once (parked before the handshake until opened or released)."""
+    async with (
+        open_managed_process(child.command(), teardown=Teardown(0.5, 0.5, 1.0)) as proc,
+        watching_child(proc) as watch,
+    ):
+        spawned.set()
+        await session.drive(proc, watch)
+
+
+async def test_a_session_driven_before_it_is_opened_begins_its_handshake_when_opened() -> None:
+    """The warm path: everything but the handshake is set up while the child waits; the
+    one-shot then runs on the adopted owner, its idle deadline heard through the block's waiter."""
+    child = LineChild()
+    session = session_of(child, idle=0.5)
+    spawned = anyio.Event()
+    with anyio.fail_after(30):
+        owner = OwnedTask.start(partial(_drive_parked, session, child, spawned), name="warm")
+        await spawned.wait()
+        await anyio.wait_all_tasks_blocked()
+        assert child.pids == []
+        run = await session.one_shot(SubagentRequest(prompt="hang"), owner=owner)
+        async with run:
+            silent = await run.result()
+        await owner.wait()
+    assert silent == SubagentResult(stop_reason="error", diagnostic=_line("prompt", "timeout"))
+    assert child.interrupts == 1
+    assert len(child.pids) == 1
+
+
+async def test_a_parked_session_released_runs_the_ladder_without_a_handshake() -> None:
+    child = LineChild()
+    session = session_of(child)
+    spawned = anyio.Event()
+    with anyio.fail_after(30):
+        owner = OwnedTask.start(partial(_drive_parked, session, child, spawned), name="warm")
+        await spawned.wait()
+        await anyio.wait_all_tasks_blocked()
+        session.release()
+        await owner.wait()
+    assert child.pids == []
+    assert not session.is_open
+    with pytest.raises(SubagentError):
+        session.begin_turn("never")
 
 
 async def test_a_one_shot_run_ends_the_child_when_disposed() -> None:
@@ -648,6 +721,23 @@ def test_importing_subagent_core_imports_no_opentelemetry() -> None:
     )
     done = subprocess_run([sys.executable, "-c", code])
     assert done == "[]"
+
+
+def test_without_a_tracer_provider_only_a_trace_to_continue_makes_a_span() -> None:
+    """The API installed but tracing never set up (a common transitive install): a run is
+    untraced, unless there is a trace to continue, whose context still reaches the child."""
+    code = (
+        "from opentelemetry import trace; from subagent_core import _tracing as t\n"
+        "print(t.start_span('p') is None)\n"
+        "parent = trace.SpanContext(1, 2, is_remote=True, trace_flags=trace.TraceFlags(1))\n"
+        "with trace.use_span(trace.NonRecordingSpan(parent)):\n"
+        "    run = t.start_span('p')\n"
+        "    assert run is not None\n"
+        "    with run.current():\n"
+        "        print(t.traceparent())\n"
+    )
+    done = subprocess_run([sys.executable, "-c", code])
+    assert done.splitlines() == ["True", f"00-{1:032x}-{2:016x}-01"]
 
 
 def subprocess_run(argv: list[str]) -> str:

@@ -99,6 +99,7 @@ KIT_FACE = [
     "ChildSession",
     "ChildStderr",
     "ChildTurns",
+    "ChildWatch",
     "ClosableProvider",
     "Closing",
     "EventBuffer",
@@ -164,6 +165,7 @@ KIT_FACE = [
     "tool_call_status",
     "tool_kind",
     "traceparent",
+    "watching_child",
     "workflow_span",
 ]
 

@@ -3,9 +3,13 @@
 The pool itself is the kit's `WarmPool` (one cwd at a time, at most `size` children besides
 the ones its runs own, a failed start waits for the next request); this module is one warm
 child. Each is its own `OwnedTask` that owns the managed process from spawn to the end of its
-ladder: idle, it watches the child's exit and waits for a run to claim it (then drives the
-run's `ChildSession` to its end: the kit's adopt path, `ChildSession.open(owner=...)` and
-`drive`) or to be retired.
+ladder. Past `initialize` it builds the run's `ChildSession` and drives it at once (the kit's
+adopt path): the session sets up everything but the handshake and parks until a request opens
+it (`ChildSession.open(owner=...)` with the claim) or the child is retired or exits (`release`).
+So the hand-over starts and ends no task and builds nothing but the request's turn: one waiter
+(`watching_child`) serves the child for its whole life (the pool hears its exit while the child
+waits, the run's session its exit and idle deadline once it is claimed), and the child's
+prompter (`_prompter`) runs in the pool's block, which also closes the connection.
 
 A claimed child's replacement starts once its run is under way (its first update, or its
 settlement), and whenever a child ends: a replacement spawned at the claim would compete with
@@ -29,14 +33,15 @@ from subagent_core import SubagentRequest
 from subagent_core.kit import (
     CLOSE_SECONDS,
     ChildSession,
-    ManagedProcess,
     OwnedTask,
     SpawnError,
     WarmPool,
+    watching_child,
 )
 
 from ._bridge import Session
 from ._config import ACPConfig
+from ._prompter import Prompter
 from ._run import ACPChild, new_session
 from ._spawn import capabilities_for, open_child, open_session
 
@@ -72,7 +77,6 @@ class WarmChild:
         self._retired = False
         self._claim: WarmStart | None = None
         self._prepared: tuple[ACPChild, ChildSession] | None = None
-        self._wake = anyio.Event()
         self._initializing: anyio.CancelScope | None = None
         self.task = OwnedTask.start(self._own, name="subagent_acp.warm_child")
 
@@ -94,15 +98,15 @@ class WarmChild:
         return self._claim is not None
 
     def claim(self, request: SubagentRequest) -> WarmStart:
-        """Hands the child, with the session built while it waited, to `request`; the task
-        that owns the child drives the session from now on."""
+        """Hands the child, with the session its task drives already (parked before the
+        handshake), to `request`: opening the session with the claim's owner lets the
+        handshake begin."""
         prepared = self._prepared
         assert prepared is not None
         child, session = prepared
         child.serve(request)
         child.on_under_way = self._pool.refill
         self._claim = WarmStart(session, child, self.task)
-        self._wake.set()
         return self._claim
 
     def retire(self) -> None:
@@ -110,16 +114,16 @@ class WarmChild:
         self._retired = True
         self._stop_waiting()
 
-    async def _watch_exit(self, proc: ManagedProcess) -> None:
-        """The exit, seen before a run took the child (its session then watches)."""
-        await proc.wait()
+    def _on_exit(self) -> None:
+        """The exit, seen before a run took the child (its session then listens)."""
         self._exited = True
         if self._claim is None and self._prepared is not None:
             _log.info("a warm ACP child exited while idle; replacing it")
         self._stop_waiting()
 
     def _stop_waiting(self) -> None:
-        self._wake.set()
+        if self._claim is None and self._prepared is not None:
+            self._prepared[1].release()
         if self._initializing is not None:
             self._initializing.cancel()
 
@@ -127,16 +131,25 @@ class WarmChild:
         config = self._config
         driven = False
         try:
-            async with open_child(config, self.cwd) as proc:
+            async with (
+                open_child(config, self.cwd) as proc,
+                watching_child(proc) as watch,
+                anyio.create_task_group() as prompts,
+            ):
+                watch.listener = self._on_exit
                 session = open_session(proc, config)
+                prompter = Prompter()
+                prompts.start_soon(prompter.serve)
                 try:
-                    # A claim wins over a death noticed at the same moment: the session
-                    # classifies it.
-                    claim = await self._wait_for_claim(proc, session)
-                    if claim is not None:
+                    prepared = await self._prepare(session, prompter)
+                    if prepared is not None:
+                        # Parked before the handshake until a request opens the session, or
+                        # the child is retired or exits (released). A claim wins over a death
+                        # noticed at the same moment: the session classifies it.
                         driven = True
-                        await claim.session.drive(proc)
+                        await prepared.drive(proc, watch)
                 finally:
+                    prompts.cancel_scope.cancel()
                     with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_SECONDS):
                         await session.close()
         except SpawnError as error:
@@ -153,20 +166,18 @@ class WarmChild:
                 claim.session.abandon()
             self._pool.ended(self)
 
-    async def _wait_for_claim(self, proc: ManagedProcess, session: Session) -> WarmStart | None:
-        """`initialize`, then idle until a request claims the child (its claim) or it is
-        retired or exits (`None`); the exit watcher ends before a session watches."""
+    async def _prepare(self, session: Session, prompter: Prompter) -> ChildSession | None:
+        """`initialize`, then the run's child and session, built while the child waits;
+        `None` when `initialize` failed or the child was retired or exited first."""
         config = self._config
-        async with anyio.create_task_group() as watcher:
-            watcher.start_soon(self._watch_exit, proc)
-            initialized = await self._initialize(session)
-            if initialized is not None:
-                child = ACPChild(config, self.cwd, warm=(session, initialized))
-                self._prepared = (child, new_session(config, child))
-                self._pool.changed()
-                await self._wake.wait()
-            watcher.cancel_scope.cancel()
-        return self._claim
+        initialized = await self._initialize(session)
+        if initialized is None:
+            return None
+        child = ACPChild(config, self.cwd, warm=(session, initialized, prompter))
+        prepared = new_session(config, child)
+        self._prepared = (child, prepared)
+        self._pool.changed()
+        return prepared
 
     async def _initialize(self, session: Session) -> InitializeResponse | None:
         """The answer to `initialize`; `None` when it failed, timed out, or the child exited

@@ -84,8 +84,6 @@ class ACPProvider(WarmProvider[ACPConfig, "WarmChild"]):
         await _load_run_module()
         if request.cancel.cancelled:
             raise SubagentStartError(aborted_before_start_text("ACP"))
-        from ._run import ACPChild, new_session
-
         warm = self._pool.take(cwd)
         if warm is not None:
             claim = warm.claim(request)  # its replacement starts once the run is under way
@@ -95,6 +93,8 @@ class ACPProvider(WarmProvider[ACPConfig, "WarmChild"]):
                 if request.cancel.cancelled or not claim.died():
                     raise
                 _log.info("a warm ACP child died before its run started; starting cold")
+        from ._run import ACPChild, new_session  # loaded above; only a cold start needs it
+
         child = ACPChild(self._config, cwd)
         child.serve(request)
         return await new_session(self._config, child).one_shot(request)

@@ -10,11 +10,13 @@ session: `_resume`) → the configured mode and model. A turn is one `session/pr
 session, as many as the holder asks for: its updates become the turn's events, output and
 usage (`_transcript`; each turn its own part of the child's cumulative cost), its stop reason
 settles it (`_facts`); a turn the child did not end (a cancel, the idle deadline, a dispose, a
-crossed budget) is interrupted with a `session/cancel` notification. The prompt request runs as
-a service task, so it hears its answer even after its turn was interrupted: the next turn's
-prompt waits for that answer, so neither it nor the updates before it can reach the next turn.
+crossed budget) is interrupted with a `session/cancel` notification. The prompt request is sent
+by the child's one prompter task (`_prompter`), so it hears its answer even after its turn was
+interrupted: the next turn's prompt waits for that answer, so neither it nor the updates before
+it can reach the next turn.
 
-The child's service task (its terminals, then the connection's close) is `_services`; the
+The child's service task (its terminals, then the connection's close) is `_services`, started
+for a cold child or one with terminals (a warm child's pool closes its connection); the
 recorded session a cold resume continues is reopened by `_resume`.
 """
 
@@ -46,6 +48,7 @@ from ._facts import map_stop_reason, unexpected
 from ._fs import WorkspaceFiles
 from ._mcp import mcp_servers_for
 from ._options import SessionAnswer, apply_option, session_options
+from ._prompter import Prompter
 from ._resume import reopen
 from ._services import AFTER_LADDER_SECONDS, ChildServices
 from ._spawn import capabilities_for, open_session
@@ -85,7 +88,7 @@ class ACPChild(ChildProtocol):
         config: ACPConfig,
         cwd: Path,
         *,
-        warm: tuple[Session, InitializeResponse] | None = None,
+        warm: tuple[Session, InitializeResponse, Prompter] | None = None,
         resume: str | None = None,
         on_session: Callable[[str], None] | None = None,
     ) -> None:
@@ -102,7 +105,8 @@ class ACPChild(ChildProtocol):
         self.session_id: str
         """The ACP session every turn prompts (set once the handshake opened or reopened it)."""
         self._driver: ACPTurn | None = None
-        self._prompting: ACPTurn | None = None
+        self.prompter = Prompter() if warm is None else warm[2]
+        """Sends each turn's prompt (a warm child's pool started its task already)."""
         self._services = ChildServices(cwd, terminals=config.terminal)
         self.lost = False
         """Set by a warm pool that lost the child before it could be driven."""
@@ -137,6 +141,7 @@ class ACPChild(ChildProtocol):
     async def handshake(self, link: ChildLink) -> None:
         config, request = self._config, self._request
         assert request is not None, "ACPChild.serve() comes before the handshake"
+        opened = self._session is None
         if self._session is None:
             self._session = open_session(link.proc, config)
         session = self._session
@@ -148,7 +153,12 @@ class ACPChild(ChildProtocol):
         )
         session.transport.on_update = self._on_update
         session.transport.on_frame = link.touch
-        link.start_soon(self._services.serve, link, session)
+        if opened:
+            link.start_soon(self.prompter.serve)
+        if opened or config.terminal:
+            # A warm child's connection is its pool's to close and its prompter runs already:
+            # without terminals its hand-over starts no task, the costliest step it could take.
+            link.start_soon(self._services.serve, link, session)
         initialized = self._initialized
         if initialized is None:
             initialized = await self._call(link, session.initialize(capabilities_for(config)))
@@ -238,14 +248,6 @@ class ACPChild(ChildProtocol):
         turn.on_settle.append(self._under_way)
         return driver
 
-    async def take_prompt(self, driver: ACPTurn) -> None:
-        """Waits until an earlier prompt (an interrupted turn's) is answered, then makes
-        `driver` the one prompting."""
-        previous = self._prompting
-        if previous is not None:
-            await previous.answered.wait()
-        self._prompting = driver
-
 
 class ACPTurn(TurnDriver):
     """One `session/prompt` on the child's session, followed to its answer."""
@@ -280,9 +282,7 @@ class ACPTurn(TurnDriver):
 
     async def run(self) -> None:
         child, turn = self._child, self.turn
-        await child.take_prompt(self)
-        self._sent = True
-        self._link.start_soon(self._ask)
+        child.prompter.ask(self)
         await self.answered.wait()
         error = self._error
         if error is not None:
@@ -296,11 +296,15 @@ class ACPTurn(TurnDriver):
         else:
             turn.settle(stop_reason, failure)
 
-    async def _ask(self) -> None:
-        """The prompt request, as a service task: its answer ends the turn for the child even
-        when the turn was settled (interrupted) before it came."""
+    async def ask(self) -> None:
+        """The prompt request, sent by the child's prompter: its answer ends the turn for the
+        child even when the turn was settled (interrupted) before it came. A turn that ended
+        while earlier prompts were still unanswered sends nothing."""
         child, turn = self._child, self.turn
         try:
+            if turn.settled or turn.idle_expired or turn.cancel.cancelled or turn.stop_requested:
+                return
+            self._sent = True
             self._answer = await child.session.prompt(
                 child.session_id, turn.prompt, traceparent=turn.traceparent
             )

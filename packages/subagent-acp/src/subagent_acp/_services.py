@@ -4,7 +4,8 @@ The kit runs the task beside the child (`ChildLink.start_soon`) and cancels it o
 ladder has ended the child. The terminals are a task group of their own that ends before the
 ladder — when the lifecycle closes the child (`close`, from `ACPChild.close_child`) or as soon
 as the child exits — so no terminal outlives the child it served. The SDK connection is closed
-last, when the kit ends the services after the ladder.
+last, when the kit ends the services after the ladder. A warm child without terminals has no
+such task: its pool's block closes its connection after the ladder.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class ChildServices:
 
     async def wait_terminals_ended(self) -> None:
         """Waits until every terminal's tree has ended (at once when none were offered)."""
-        await self._terminals_ended.wait()
+        if self._terminals:
+            await self._terminals_ended.wait()
 
     async def _hold_terminals(self, link: ChildLink, session: Session) -> None:
         """Runs the child's terminals until it is closing or gone; their trees end first."""

@@ -16,6 +16,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
+from ._child_watch import ChildWatch
 from ._command import ChildCommand
 from ._diagnostics import FailureCategory
 from ._errors import ChildKind
@@ -51,18 +52,19 @@ class ChildLink:
         current_turn: Callable[[], Turn | None],
         proc: ManagedProcess,
         services: anyio.abc.TaskGroup,
+        watch: ChildWatch,
         *,
         exit_category: FailureCategory = "process-exit",
     ) -> None:
         self._current_turn = current_turn
         self.proc = proc
         self._services = services
+        self._exit = watch
         self._exit_category: FailureCategory = exit_category
         self.stage = "initialize"
         """The provider's current handshake stage: a startup timeout or exit names it."""
         self.eof_sent_at: float | None = None
         """When `close_stdin` sent EOF: the ladder's EOF grace counts from there."""
-        self._exit_seen = anyio.Event()
 
     def start_soon(self, function: Callable[..., Coroutine[Any, Any, Any]], *args: object) -> None:
         """Starts a service task (a reader, a permission worker) that lives until the ladder
@@ -83,7 +85,7 @@ class ChildLink:
     @property
     def exited(self) -> bool:
         """True once the leader's exit was observed."""
-        return self._exit_seen.is_set()
+        return self._exit.exited
 
     @property
     def outcome(self) -> ProcessOutcome | None:
@@ -93,7 +95,7 @@ class ChildLink:
     async def wait_exit(self, seconds: float = OUTCOME_WAIT_SECONDS) -> bool:
         """Waits at most `seconds` for the leader's exit; True when it has exited."""
         with anyio.move_on_after(seconds):
-            await self._exit_seen.wait()
+            await self._exit.wait()
         return self.exited
 
     def exit_failure(self, stage: str) -> Failure:

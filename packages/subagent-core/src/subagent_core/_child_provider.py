@@ -45,6 +45,8 @@ class ChildProvider(AsyncClosing, Generic[ConfigT]):
 
     def __init__(self, config: ConfigT) -> None:
         self._config = config
+        # Built once: a start's checks are on the path of every run (a warm one's included).
+        self._configured_cwd = None if config.cwd is None else Path(config.cwd)
 
     @property
     def config(self) -> ConfigT:
@@ -78,7 +80,7 @@ class ChildProvider(AsyncClosing, Generic[ConfigT]):
             SubagentStartError: as `start_preamble`, or MCP servers asked of a child that takes
                 none (`configuration`).
         """
-        cwd = start_preamble(self.kind, self.name, request, self._configured_cwd())
+        cwd = start_preamble(self.kind, self.name, request, self._configured_cwd)
         self._refuse_mcp_servers(bool(request.mcp_servers))
         return cwd
 
@@ -93,14 +95,10 @@ class ChildProvider(AsyncClosing, Generic[ConfigT]):
                 takes none (`configuration`).
         """
         cwd = session_workspace(
-            self.kind, self.name, request, self._configured_cwd(), slot, resume=resume
+            self.kind, self.name, request, self._configured_cwd, slot, resume=resume
         )
         self._refuse_mcp_servers(bool(request.mcp_servers))
         return cwd
-
-    def _configured_cwd(self) -> Path | None:
-        cwd = self._config.cwd
-        return None if cwd is None else Path(cwd)
 
     def _refuse_mcp_servers(self, asked: bool) -> None:
         if asked and not self.takes_mcp_servers:

@@ -17,18 +17,20 @@ module keeps that promise once; a provider writes only its protocol, as `ChildPr
                                            close_child → ladder (EOF, TERM, KILL) → gone
 
 The owner owns the managed process, the provider's service tasks (readers, permission
-workers: `ChildLink.start_soon`) and every turn's watchers, so each resource has one owner even
-though the holder calls in from other tasks; the two sides talk only through events.
+workers: `ChildLink.start_soon`) and the child's one waiter (its exit and the running turn's
+idle deadline: `ChildWatch`), so each resource has one owner even though the holder calls in
+from other tasks; the two sides talk only through events. A warm pool drives its child's
+session while the child waits, parked before the handshake until `open()` (`drive`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 import anyio
-import anyio.abc
 
 from ._cancel import CancelSignal
 from ._child_config import ChildConfigFields, teardown_of
@@ -39,6 +41,7 @@ from ._child_protocol import (
     ChildLink,
     ChildProtocol,
 )
+from ._child_watch import ChildWatch
 from ._diagnostics import PermissionProtocol
 from ._errors import SubagentError, SubagentStartError, compose_start_error
 from ._failure import Failure, teardown_line
@@ -46,7 +49,7 @@ from ._open import open_managed_process
 from ._owned_task import OwnedTask
 from ._permission import PermissionSetting
 from ._process import ManagedProcess, SpawnError
-from ._teardown import Teardown
+from ._teardown import Teardown, run_ladder
 from ._turn import Turn, TurnRun
 from ._types import Budget, SubagentRequest, Usage
 
@@ -87,11 +90,14 @@ class ChildSession:
             + 4.0
         )
         self._open_cancel = CancelSignal()
+        self._opened = anyio.Event()
         self._ready = anyio.Event()
         self._stop = anyio.Event()
         self._wake = anyio.Event()
         self._queued: Turn | None = None
         self.current_turn: Turn | None = None
+        self._timed_turn: Turn | None = None
+        """The turn whose driver runs now (the idle watcher's concern)."""
         self._call_scope: anyio.CancelScope | None = None
         self._proc: ManagedProcess | None = None
         self._link: ChildLink | None = None
@@ -163,11 +169,31 @@ class ChildSession:
             SubagentError: a turn has not settled yet (`TURN_IN_PROGRESS`), or the child has
                 ended (`SESSION_CLOSED`).
         """
-        if self._closed or self._stop.is_set() or self._start_error is not None:
+        if not self._takes_turns():
             raise SubagentError("SESSION_CLOSED", "the session's child has ended")
         current = self.current_turn
         if self._queued is not None or (current is not None and not current.settled):
             raise SubagentError("TURN_IN_PROGRESS", "a turn of this session is still running")
+        turn = self._new_turn(
+            prompt, cancel=cancel, output_schema=output_schema, budget=budget, spent=spent
+        )
+        self._queued = turn
+        self.turns += 1
+        self._wake.set()
+        return turn
+
+    def _takes_turns(self) -> bool:
+        return not (self._closed or self._stop.is_set() or self._start_error is not None)
+
+    def _new_turn(
+        self,
+        prompt: str,
+        *,
+        cancel: CancelSignal | None,
+        output_schema: dict[str, Any] | None,
+        budget: Budget | None,
+        spent: Usage | None,
+    ) -> Turn:
         turn = Turn(
             provider=self.provider,
             prompt=prompt,
@@ -182,9 +208,6 @@ class ChildSession:
             spent=spent,
         )
         turn.on_over_budget = self._interrupt_current
-        self._queued = turn
-        self.turns += 1
-        self._wake.set()
         return turn
 
     def run_of(self, turn: Turn, *, ends_session: bool) -> TurnRun:
@@ -197,17 +220,33 @@ class ChildSession:
         """A one-shot run: `request`'s prompt as the child's one turn, sent once the child is
         up, published as a run whose dispose ends the child (`owner` as for `open`).
 
+        The turn and its handle are built while the handshake's first request is on its way.
+
         Raises:
             SubagentStartError: as `open`.
         """
-        turn = self.begin_turn(
-            request.prompt,
-            cancel=request.cancel,
-            output_schema=request.output_schema,
-            budget=request.budget,
-        )
-        await self.open(request.cancel, owner=owner)
-        return self.run_of(turn, ends_session=True)
+        runs: list[TurnRun] = []
+
+        def begin() -> None:
+            turn = self._new_turn(
+                request.prompt,
+                cancel=request.cancel,
+                output_schema=request.output_schema,
+                budget=request.budget,
+                spent=None,
+            )
+            if self._takes_turns():
+                self._queued = turn
+                self.turns += 1
+                self._wake.set()
+            else:
+                turn.abort()  # the child ended before its turn was queued, as `_finish` would
+                turn.mark_done()
+            runs.append(self.run_of(turn, ends_session=True))
+
+        self._start_owner(request.cancel, owner)
+        await self._until_ready(begin)
+        return runs[0]
 
     async def open(
         self, cancel: CancelSignal | None = None, *, owner: OwnedTask | None = None
@@ -221,13 +260,27 @@ class ChildSession:
         Raises:
             SubagentStartError: the child could not start; its tree was torn down first.
         """
+        self._start_owner(cancel, owner)
+        await self._until_ready()
+
+    def _start_owner(self, cancel: CancelSignal | None, owner: OwnedTask | None) -> None:
         if cancel is not None:
             self._open_cancel = cancel
         self._owner = owner or OwnedTask.start(self._own, name=f"{self._log.name}.child")
+        self._opened.set()
         if owner is not None and owner.done:
             self.abandon()
+
+    async def _until_ready(self, meanwhile: Callable[[], None] | None = None) -> None:
+        """Waits for the owner's handshake, giving the owner a pass first twice: before
+        `meanwhile` (the handshake's first request goes out while the holder builds) and once
+        the child is ready (a one-shot's prompt goes out before the holder resumes)."""
         try:
+            if meanwhile is not None:
+                await anyio.lowlevel.checkpoint()
+                meanwhile()
             await self._ready.wait()
+            await anyio.lowlevel.checkpoint()
         except BaseException:
             # The caller was cancelled mid-start: roll back before letting the cancel through.
             with anyio.CancelScope(shield=True):
@@ -281,8 +334,14 @@ class ChildSession:
         if self._call_scope is not None:
             self._call_scope.cancel()
 
+    def release(self) -> None:
+        """Ends a session driven before it was opened (a warm child's, retired or found dead
+        while it waited): its owner skips the handshake and runs the ladder."""
+        self._request_stop()
+
     def _request_stop(self) -> None:
         self._stop.set()
+        self._opened.set()
         self._wake.set()
         if self._call_scope is not None:
             self._call_scope.cancel()
@@ -332,15 +391,19 @@ class ChildSession:
         finally:
             self._finish()
 
-    async def drive(self, proc: ManagedProcess) -> None:
+    async def drive(self, proc: ManagedProcess, watch: ChildWatch | None = None) -> None:
         """Drives a spawned child from its handshake to the end of its ladder.
 
         The owner task calls it: the session's own (`open()` without `owner`), or the task
-        that spawned the child ahead of need (a warm pool), whose block owns the process.
+        that spawned the child ahead of need (a warm pool), whose block owns the process. A
+        block that already runs the child's waiter (`watching_child`) passes its watch;
+        without one the session runs the waiter itself. Driven before it is opened (a warm
+        pool's, while the child waits), it sets up all but the handshake and parks until
+        `open()` (the handshake begins) or `release()` (the ladder runs).
         """
         self._proc = proc
         try:
-            await self._with_child(proc)
+            await self._with_child(proc, watch)
         except Exception as error:
             # A bug of ours must neither hang nor crash the parent: settle with safe facts.
             self._log.exception("%s child: unexpected failure", self.provider)
@@ -372,21 +435,32 @@ class ChildSession:
                 turn.mark_done()
         self._queued = None
 
-    async def _with_child(self, proc: ManagedProcess) -> None:
+    async def _with_child(self, proc: ManagedProcess, watch: ChildWatch | None) -> None:
         failure: Failure | None = None
         cause: BaseException | None = None
         cancelled = False
         gone = False
         async with anyio.create_task_group() as services:
+            if watch is None:
+                watch = ChildWatch()
+                services.start_soon(watch.follow, proc)
+            if self._idle_seconds is not None:
+                watch.check_every(self._check_idle)
             link = self._link = ChildLink(
                 lambda: self.current_turn,
                 proc,
                 services,
+                watch,
                 exit_category=self._protocol.exit_category,
             )
-            services.start_soon(self._watch_exit, link)
             try:
-                failure, cause, cancelled = await self._open_child(link)
+                if not self._opened.is_set():
+                    await self._opened.wait()  # parked: driven before it was opened
+                watch.listener = self._on_exit
+                if self._stop.is_set():
+                    cancelled = True  # released, or the opener gave up: no handshake
+                else:
+                    failure, cause, cancelled = await self._open_child(link)
                 if failure is None and not cancelled:
                     self._ready.set()
                     await self._serve_turns(link)
@@ -404,9 +478,8 @@ class ChildSession:
         else:
             self._teardown_line = cleanup
 
-    async def _watch_exit(self, link: ChildLink) -> None:
-        await link.proc.wait()
-        link._exit_seen.set()  # pyright: ignore[reportPrivateUsage] - the link's one writer
+    def _on_exit(self) -> None:
+        """The leader exited: the call in flight may still finish, for a short while."""
         scope = self._call_scope
         if scope is not None:
             # A reply written just before exiting is still delivered; no longer than this.
@@ -426,7 +499,7 @@ class ChildSession:
         startup = self._startup
         deadline = math.inf if startup is None else anyio.current_time() + startup
         done = False
-        with self._open_cancel.cancel_scope(), anyio.CancelScope(deadline=deadline) as scope:
+        with self._open_cancel.cancel_scope(deadline=deadline) as scope:
             self._enter_call(scope, link)
             try:
                 await self._protocol.handshake(link)
@@ -468,19 +541,18 @@ class ChildSession:
         driver = self._protocol.begin_turn(link, turn)
         turn.driver = driver
         turn.idle.touch()
-        async with anyio.create_task_group() as watchers:
-            watchers.start_soon(self._watch_idle, turn)
-            with turn.cancel.cancel_scope(), anyio.CancelScope() as scope:
-                self._enter_call(scope, link)
-                if turn.stop_requested:
-                    scope.cancel()
-                try:
-                    await driver.run()
-                except ChildFailure as error:
-                    turn.fail(error.failure)
-                finally:
-                    self._call_scope = None
-            watchers.cancel_scope.cancel()
+        with turn.cancel.cancel_scope() as scope:
+            self._enter_call(scope, link)
+            if turn.stop_requested:
+                scope.cancel()
+            self._timed_turn = turn
+            try:
+                await driver.run()
+            except ChildFailure as error:
+                turn.fail(error.failure)
+            finally:
+                self._call_scope = None
+                self._timed_turn = None
         if not turn.settled:
             if turn.cancel.cancelled or turn.stop_requested or self._stop.is_set():
                 turn.abort()
@@ -496,41 +568,31 @@ class ChildSession:
             with anyio.move_on_after(INTERRUPT_SECONDS, shield=True):
                 await driver.interrupt()
 
-    async def _watch_idle(self, turn: Turn) -> None:
-        await turn.idle.expired()
+    def _check_idle(self) -> float:
+        """The idle deadline, run by the child's waiter: ends the running turn's call once the
+        child was silent for the whole bound (pauses not counted); returns when to look again.
+        No turn wakes the waiter: it looks at most a bound apart, and a turn begun meanwhile
+        cannot expire sooner."""
+        seconds = self._idle_seconds
+        assert seconds is not None
+        turn = self._timed_turn
+        if turn is None or turn.idle_expired:
+            return seconds
+        left = turn.idle.remaining()
+        if left > 0:
+            return left
         turn.idle_expired = True
         if self._call_scope is not None:
             self._call_scope.cancel()
+        return seconds
 
     async def _end(self, link: ChildLink) -> bool:
-        """The managed ladder; keeps stdout drained so a child blocked on it can exit.
-
-        An EOF the goodbye already sent (`ChildLink.close_stdin`) has had part of its grace.
-        """
-        proc = link.proc
-        gone = False
-        async with anyio.create_task_group() as tg:
-            if not self._protocol.reading() and proc.stdout is not None:
-                tg.start_soon(_discard, proc.stdout)
-            teardown = self._teardown
-            eof_grace = teardown.eof_grace_seconds
-            if link.eof_sent_at is not None:
-                eof_grace = max(0.0, eof_grace - (anyio.current_time() - link.eof_sent_at))
-            gone = await proc.terminate(
-                eof_grace,
-                teardown.term_grace_seconds,
-                teardown.kill_grace_seconds,
-            )
-            tg.cancel_scope.cancel()
+        """The ladder; stdout is drained unless the protocol still reads it. An EOF the goodbye
+        already sent (`ChildLink.close_stdin`) has had part of its grace."""
+        drain = not self._protocol.reading()
+        gone = await run_ladder(
+            link.proc, self._teardown, eof_sent_at=link.eof_sent_at, drain=drain
+        )
         if not gone:
             self._log.warning("%s child: the process tree is not confirmed gone", self.provider)
         return gone
-
-
-async def _discard(stream: anyio.abc.ByteReceiveStream) -> None:
-    """Reads and drops whatever the child still writes."""
-    try:
-        while True:
-            await stream.receive(65536)
-    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        return

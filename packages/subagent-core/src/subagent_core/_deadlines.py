@@ -87,18 +87,21 @@ class IdleDeadline:
             self._holds -= 1
             self._last = time.monotonic()
 
-    async def expired(self) -> None:
-        """Returns once the child has been silent for the whole bound, not counting pauses."""
+    def remaining(self) -> float:
+        """Seconds of silence left before the bound is reached (0 once it has been); while
+        paused, the whole bound (look again then: a pause ending restarts it); infinite
+        without a bound."""
         seconds = self._seconds
         if seconds is None:
-            await anyio.sleep_forever()
-            return
+            return math.inf
+        if self._holds:
+            return seconds
+        return max(0.0, self._last + seconds - time.monotonic())
+
+    async def expired(self) -> None:
+        """Returns once the child has been silent for the whole bound, not counting pauses."""
         while True:
-            if self._holds:
-                # Re-checked a bound later: a pause ending restarts the bound from then.
-                await anyio.sleep(seconds)
-                continue
-            remaining = self._last + seconds - time.monotonic()
-            if remaining <= 0:
+            left = self.remaining()
+            if left <= 0:
                 return
-            await anyio.sleep(remaining)
+            await anyio.sleep(left)

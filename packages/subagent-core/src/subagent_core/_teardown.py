@@ -5,7 +5,8 @@ and every config used to carry and check the three waits on its own. One value, 
 is what the lifecycle and the placements take, as httpx groups its timeouts in one `Timeout`.
 Configs keep the field names users already set (`dispose_eof_grace_seconds`,
 `dispose_grace_seconds`, `dispose_kill_grace_seconds`) and build their `Teardown` from them with
-`Teardown.checked`, so an error still names the key the user wrote.
+`Teardown.checked`, so an error still names the key the user wrote. `run_ladder` is the
+lifecycle's ladder with those graces.
 """
 
 from __future__ import annotations
@@ -13,10 +14,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import anyio
+import anyio.abc
+
 from ._process import (
     DEFAULT_EOF_GRACE_SECONDS,
     DEFAULT_KILL_GRACE_SECONDS,
     DEFAULT_TERM_GRACE_SECONDS,
+    ManagedProcess,
 )
 
 CONFIG_KEYS = (
@@ -72,3 +77,34 @@ class Teardown:
     def total_seconds(self) -> float:
         """The longest one ladder can take."""
         return self.eof_grace_seconds + self.term_grace_seconds + self.kill_grace_seconds
+
+
+async def run_ladder(
+    proc: ManagedProcess, teardown: Teardown, *, eof_sent_at: float | None, drain: bool
+) -> bool:
+    """The managed ladder with `teardown`'s graces; True once the tree is confirmed gone.
+
+    With `drain`, stdout is read and dropped meanwhile, so a child blocked on writing it can
+    exit. An EOF sent earlier (`eof_sent_at`, on anyio's clock) has had part of its grace.
+    """
+    eof_grace = teardown.eof_grace_seconds
+    if eof_sent_at is not None:
+        eof_grace = max(0.0, eof_grace - (anyio.current_time() - eof_sent_at))
+    gone = False
+    async with anyio.create_task_group() as tg:
+        if drain and proc.stdout is not None:
+            tg.start_soon(_discard, proc.stdout)
+        gone = await proc.terminate(
+            eof_grace, teardown.term_grace_seconds, teardown.kill_grace_seconds
+        )
+        tg.cancel_scope.cancel()
+    return gone
+
+
+async def _discard(stream: anyio.abc.ByteReceiveStream) -> None:
+    """Reads and drops whatever the child still writes."""
+    try:
+        while True:
+            await stream.receive(65536)
+    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        return

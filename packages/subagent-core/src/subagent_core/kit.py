@@ -9,6 +9,8 @@ home:
   `ChildChannel` and `open_channel_process` (for placements that reach a guard their own way),
   `SpawnError`, `ChildCommand`;
 - tasks and closing: `OwnedTask`, `AsyncClosing` and `Closing`, `ClosableProvider`;
+- a child's waiter: `ChildWatch` and `watching_child` (its exit and the session's idle check,
+  one task for the child's whole life, shared by a warm pool and the session that adopts it);
 - safe text: `failure_line`, `permission_line`, `bound_diagnostic`, `safe_tool_kind`,
   `compose_start_error`, `aborted_before_start_text`, `BoundedText`;
 - events: `EventBuffer` and the normalisers that force child values into closed sets;
@@ -54,6 +56,8 @@ from ._child_protocol import ChildProtocol as ChildProtocol
 from ._child_provider import ChildProvider as ChildProvider
 from ._child_provider import WarmProvider as WarmProvider
 from ._child_session import ChildSession as ChildSession
+from ._child_watch import ChildWatch as ChildWatch
+from ._child_watch import watching_child as watching_child
 from ._closing import AsyncClosing as AsyncClosing
 from ._closing import Closing as Closing
 from ._command import ChildCommand as ChildCommand
@@ -162,6 +166,7 @@ __all__ = [
     "ChildSession",
     "ChildStderr",
     "ChildTurns",
+    "ChildWatch",
     "ClosableProvider",
     "Closing",
     "EventBuffer",
@@ -227,5 +232,6 @@ __all__ = [
     "tool_call_status",
     "tool_kind",
     "traceparent",
+    "watching_child",
     "workflow_span",
 ]
