@@ -151,6 +151,10 @@ def start_span(
     span = tracer.start_span(
         f"{OPERATION} {provider}", kind=api.SpanKind.CLIENT, attributes=attributes
     )
+    if not span.is_recording() and not span.get_span_context().is_valid:
+        # No tracer provider and no trace to continue (the API installed, tracing not set up):
+        # nothing would be recorded or propagated, so the run goes the untraced way.
+        return None
     return RunTrace(span)
 
 
