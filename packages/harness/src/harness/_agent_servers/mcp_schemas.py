@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, get_args
+
+from subagent_core import StopReason, ToolKind
 
 from harness.fanout import ISOLATION_MODES
 
@@ -22,19 +24,10 @@ MAX_WAIT_SECONDS: Final = 300.0
 """The longest `delegate_result` waits in one call (clients cut long calls)."""
 SESSION_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 RUN_ID: Final = re.compile(r"run-[0-9a-f]{16}")
-STOP_REASONS: Final = ("completed", "max-tokens", "refusal", "aborted", "error")
-TOOL_KINDS: Final = (
-    "read",
-    "edit",
-    "delete",
-    "move",
-    "search",
-    "execute",
-    "think",
-    "fetch",
-    "switch_mode",
-    "other",
-)
+STOP_REASONS: Final[tuple[str, ...]] = get_args(StopReason)
+"""Core's closed stop reasons, in its order (the schema's enum follows core's vocabulary)."""
+TOOL_KINDS: Final[tuple[str, ...]] = get_args(ToolKind)
+"""Core's closed tool kinds (the ACP set), in its order."""
 
 
 _NULLABLE_INT: Final = {"type": ["integer", "null"], "minimum": 0}
